@@ -1,0 +1,85 @@
+/**
+ * The whole SQLite schema. Each module owns its tables (see the comment on
+ * each) and others reach them only through that module's functions.
+ * Times are ISO 8601 UTC strings so that they sort and read the same.
+ */
+
+import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+/** Owned by instructions/. `source` is "api" or "file:<config file>#<key>". */
+export const paymentInstructions = sqliteTable(
+  "payment_instructions",
+  {
+    id: text("id").primaryKey(), // UUIDv7: sorts by creation time, so it is the paging key too
+    version: integer("version").notNull().default(1),
+    name: text("name").notNull(),
+    description: text("description"),
+    /** JSON array of stored requirements (canonical network, checksummed addresses). */
+    requirements: text("requirements", { mode: "json" }).notNull(),
+    source: text("source").notNull().default("api"),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [index("payment_instructions_name_id").on(t.name, t.id), index("payment_instructions_source").on(t.source)],
+);
+
+/** Owned by instructions/. One instruction per CID. */
+export const cidMappings = sqliteTable(
+  "cid_mappings",
+  {
+    cid: text("cid").primaryKey(),
+    instructionId: text("instruction_id")
+      .notNull()
+      .references(() => paymentInstructions.id),
+    source: text("source").notNull().default("api"),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [index("cid_mappings_instruction").on(t.instructionId, t.cid)],
+);
+
+/** Owned by content/. A cache so that files are hashed once per change, never per request. */
+export const contentFiles = sqliteTable(
+  "content_files",
+  {
+    path: text("path").primaryKey(), // relative to the content folder, "/"-separated
+    cid: text("cid").notNull(),
+    size: integer("size").notNull(),
+    mtimeMs: integer("mtime_ms").notNull(),
+    mediaType: text("media_type").notNull(),
+  },
+  (t) => [index("content_files_cid").on(t.cid)],
+);
+
+/** Owned by ledger/. One row per authorization, ever: also the replay guard. */
+export const payments = sqliteTable(
+  "payments",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    network: text("network").notNull(), // canonical v1 name
+    asset: text("asset").notNull(),
+    payer: text("payer").notNull(),
+    nonce: text("nonce").notNull(),
+    cid: text("cid").notNull(),
+    instructionId: text("instruction_id").notNull(),
+    instructionVersion: integer("instruction_version").notNull(),
+    amount: text("amount").notNull(),
+    payTo: text("pay_to").notNull(),
+    state: text("state", { enum: ["pending", "settled", "failed"] }).notNull(),
+    txHash: text("tx_hash"),
+    validBefore: integer("valid_before").notNull(),
+    x402Version: integer("x402_version").notNull(),
+    /** sha256 of the signature: tells a re-presented proof from another one with the same nonce. */
+    proofHash: text("proof_hash").notNull(),
+    error: text("error"),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [
+    uniqueIndex("payments_authorization").on(t.network, t.asset, t.payer, t.nonce),
+    index("payments_cid").on(t.cid, t.id),
+    index("payments_payer").on(t.payer, t.id),
+    index("payments_instruction").on(t.instructionId, t.id),
+    index("payments_created").on(t.createdAt),
+  ],
+);
+
