@@ -20,6 +20,8 @@ export interface AppDeps {
   /** HS256 secret of management tokens (JWT_SECRET or the generated one). */
   jwtSecret: string;
   facilitator: Facilitator;
+  /** Declarative pricing (config/*.yaml): reload state for GET /v3/x402/config. */
+  pricing?: import("./pricing/service").Pricing;
 }
 
 export function createApp(deps: AppDeps) {

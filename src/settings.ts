@@ -64,6 +64,13 @@ export function loadSettings(env: Env = process.env) {
     // Never echo a key back, even a malformed one.
     throw new SettingsError("RELAYER_PRIVATE_KEY", "a 0x-prefixed 32-byte hex private key");
   }
+  // The in-process facilitator settles on chain itself: it cannot start without both.
+  if (facilitatorUrl === "local" && optional(env, "RPC_URL") === undefined) {
+    throw new SettingsError("RPC_URL", "required when FACILITATOR_URL=local (the chain to settle on)");
+  }
+  if (facilitatorUrl === "local" && relayerKey === undefined) {
+    throw new SettingsError("RELAYER_PRIVATE_KEY", "required when FACILITATOR_URL=local (the key that pays gas)");
+  }
   const jwtSecret = optional(env, "JWT_SECRET");
   if (jwtSecret !== undefined && jwtSecret.length < 32) {
     throw new SettingsError("JWT_SECRET", "at least 32 characters");

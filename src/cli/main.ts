@@ -4,11 +4,11 @@
  */
 const commands: Record<string, () => Promise<{ run(args: string[]): Promise<number> }>> = {
   serve: async () => ({ run: async () => (await import("../index"), new Promise<number>(() => {})) }),
-  // token: async () => import("./token"),
-  // config: async () => import("./config"),
-  // content: async () => import("./content"),
-  // facilitator: async () => import("./facilitator"),
-  // devnet: async () => import("./devnet"),
+  token: async () => import("./token"),
+  config: async () => import("./config"),
+  content: async () => import("./content"),
+  facilitator: async () => import("./facilitator"),
+  devnet: async () => import("./devnet"),
   // buy: async () => import("./buy"),
 };
 

@@ -1,10 +1,30 @@
-import type { Settings } from "../settings";
+/**
+ * The facilitator the gateway uses, from settings: FACILITATOR_URL=local runs
+ * the self-hosted one in this process (RPC_URL + RELAYER_PRIVATE_KEY, no
+ * third party); any URL is an x402 facilitator reached over HTTP (x402.org,
+ * Coinbase CDP with CDP_API_KEY_ID/SECRET, or `cidgate facilitator`).
+ */
+import { SettingsError, type Settings } from "../settings";
+import { createHttpFacilitator } from "./client";
+import { createLocalFacilitator } from "./local";
 import type { Facilitator } from "./types";
 
-// STUB: the facilitator owner replaces this: FACILITATOR_URL=local -> in-process, else HTTP client.
-export function createFacilitator(_settings: Settings): Facilitator {
-  const unavailable = async (): Promise<never> => {
-    throw new Error("facilitator not implemented yet");
-  };
-  return { verify: unavailable, settle: unavailable, supported: unavailable };
+export function createFacilitator(settings: Settings): Facilitator {
+  if (settings.facilitatorUrl === "local") {
+    // loadSettings already insists on both; checked again for callers that build Settings by hand.
+    if (!settings.rpcUrl) throw new SettingsError("RPC_URL", "required when FACILITATOR_URL=local");
+    if (!settings.relayerPrivateKey) throw new SettingsError("RELAYER_PRIVATE_KEY", "required when FACILITATOR_URL=local");
+    return createLocalFacilitator({
+      rpcUrl: settings.rpcUrl,
+      relayerPrivateKey: settings.relayerPrivateKey,
+      settings,
+      // One RPC request never takes the whole budget of a facilitator call.
+      rpcTimeoutMs: Math.min(10_000, settings.facilitatorTimeoutMs),
+    });
+  }
+  const cdp =
+    settings.cdpApiKeyId && settings.cdpApiKeySecret
+      ? { apiKeyId: settings.cdpApiKeyId, apiKeySecret: settings.cdpApiKeySecret }
+      : undefined;
+  return createHttpFacilitator({ url: settings.facilitatorUrl, timeoutMs: settings.facilitatorTimeoutMs, cdp });
 }

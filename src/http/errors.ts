@@ -12,6 +12,8 @@ export class ApiError extends Error {
     readonly code: string,
     message: string,
     readonly details?: unknown,
+    /** Extra response headers, e.g. `WWW-Authenticate` on a 401. */
+    readonly headers?: Record<string, string>,
   ) {
     super(message);
     this.name = "ApiError";
@@ -26,46 +28,75 @@ export function errorBody(code: string, message: string, details?: unknown) {
   return { error: details === undefined ? { code, message } : { code, message, details } };
 }
 
-export function errorResponse(status: number, code: string, message: string, details?: unknown) {
-  return Response.json(errorBody(code, message, details), { status });
+export function errorResponse(
+  status: number,
+  code: string,
+  message: string,
+  details?: unknown,
+  headers?: Record<string, string>,
+) {
+  return Response.json(errorBody(code, message, details), { status, headers });
 }
 
-/** A TypeBox validation error as `[{path, message}]`, with the field path in dotted form. */
+/**
+ * A TypeBox validation error as `[{path, message}]`, the field path in dotted
+ * form. A schema's own `error` text wins over TypeBox's generic message.
+ */
 function validationDetails(error: ValidationError) {
   const all = error.all ?? [];
   const seen = new Set<string>();
   const details: { path: string; message: string }[] = [];
-  for (const e of all as { path?: string; summary?: string; message?: string }[]) {
-    const path = (e.path ?? "").replace(/^\//, "").replaceAll("/", ".") || "(body)";
+  for (const e of all as { path?: string; type?: number; summary?: string; message?: string; schema?: { error?: unknown } }[]) {
+    const path = (e.path ?? "").replace(/^\//, "").replaceAll("/", ".") || `(${error.type})`;
     if (seen.has(path)) continue;
     seen.add(path);
-    details.push({ path, message: e.summary ?? e.message ?? "is invalid" });
+    const custom = e.schema?.error;
+    const message = e.type === 42 ? "unknown field" : typeof custom === "string" ? custom : (e.summary ?? e.message ?? "is invalid");
+    details.push({ path, message });
   }
   return details;
 }
 
+/** A 400 for invalid input, naming every offending field. */
+export function invalidInput(details: { path: string; message: string }[]) {
+  return badRequest(`invalid input: ${details.map((d) => d.path).join(", ")}`, details);
+}
+
+function fromApiError(e: ApiError) {
+  return errorResponse(e.status, e.code, e.message, e.details, e.headers);
+}
+
 export const errors = new Elysia({ name: "errors" })
   .error({ ApiError })
-  .onError({ as: "global" }, ({ code, error }) => {
-    if (error instanceof ApiError) return errorResponse(error.status, error.code, error.message, error.details);
-    switch (code) {
-      case "VALIDATION": {
-        const v = error as ValidationError;
-        const details = validationDetails(v);
-        const where = details.map((d) => d.path).join(", ");
-        return errorResponse(400, "invalid_request", `invalid ${v.type}: ${where}`, details);
-      }
-      case "PARSE":
-        return errorResponse(400, "invalid_json", "the request body is not valid JSON");
-      case "NOT_FOUND":
-        return errorResponse(404, "not_found", "no such route");
-      case "INVALID_COOKIE_SIGNATURE":
-        return errorResponse(400, "invalid_request", "invalid cookie");
-    }
-    const status = (error as { status?: number })?.status;
-    if (typeof status === "number" && status >= 400 && status < 500) {
-      return errorResponse(status, "invalid_request", (error as Error).message || "invalid request");
-    }
-    console.error("unhandled error", error);
-    return errorResponse(500, "internal_error", "internal error");
+  .onError({ as: "global" }, (ctx) => {
+    const response = toErrorResponse(ctx.code, ctx.error);
+    // Recorded so that the request log (onAfterResponse) sees the status that went out.
+    ctx.set.status = response.status;
+    return response;
   });
+
+function toErrorResponse(code: unknown, error: unknown): Response {
+  if (error instanceof ApiError) return fromApiError(error);
+  switch (code) {
+    case "VALIDATION": {
+      return fromApiError(invalidInput(validationDetails(error as ValidationError)));
+    }
+    case "PARSE": {
+      // A body parser that throws ApiError (413, 415, bad JSON) is wrapped by Elysia in a ParseError.
+      const cause = (error as Error).cause;
+      if (cause instanceof ApiError) return fromApiError(cause);
+      return errorResponse(400, "invalid_json", "the request body is not valid JSON");
+    }
+    case "NOT_FOUND":
+      return errorResponse(404, "not_found", "no such route");
+    case "INVALID_COOKIE_SIGNATURE":
+      return errorResponse(400, "invalid_request", "invalid cookie");
+  }
+  const status = (error as { status?: number })?.status;
+  if (typeof status === "number" && status >= 400 && status < 500) {
+    return errorResponse(status, "invalid_request", (error as Error).message || "invalid request");
+  }
+  // Name and message only: no stack trace reaches the log or the client.
+  console.error(`unhandled error: ${(error as Error)?.name ?? "Error"}: ${(error as Error)?.message ?? String(error)}`);
+  return errorResponse(500, "internal_error", "internal error");
+}

@@ -3,7 +3,7 @@
  * duration, request id. Headers are never logged, so tokens and payment
  * proofs cannot reach the log.
  */
-import { Elysia } from "elysia";
+import { Elysia, StatusMap } from "elysia";
 import pino from "pino";
 
 export function createLogger(level = "info") {
@@ -17,21 +17,43 @@ export function createLogger(level = "info") {
 
 export type Logger = ReturnType<typeof createLogger>;
 
+/**
+ * The status that went out. A handler or error hook that returns a Response
+ * (e.g. a 404 in the error shape) does not touch `set.status`, so read the
+ * Response itself first.
+ */
+function responseStatus(ctx: { responseValue?: unknown; response?: unknown }, setStatus: unknown): number {
+  const sent = ctx.responseValue ?? ctx.response;
+  if (sent instanceof Response) return sent.status;
+  if (typeof setStatus === "number") return setStatus;
+  // `set.status` may be a name ("Not Found") when set through Elysia's status map.
+  const named = typeof setStatus === "string" ? (StatusMap as Record<string, number>)[setStatus] : undefined;
+  return named ?? 200;
+}
+
+/** Per-request facts, keyed by the Request so they exist even for unrouted requests (404s). */
+const started = new WeakMap<Request, { requestId: string; startedAt: number }>();
+
 export function requestLogging(log: Logger) {
   return new Elysia({ name: "request-logging" })
-    .derive({ as: "global" }, ({ request, set }) => {
+    .onRequest(({ request, set }) => {
       const requestId = request.headers.get("x-request-id")?.slice(0, 64) || crypto.randomUUID();
       set.headers["x-request-id"] = requestId;
-      return { requestId, startedAt: performance.now() };
+      started.set(request, { requestId, startedAt: performance.now() });
     })
-    .onAfterResponse({ as: "global" }, ({ request, set, requestId, startedAt, path }) => {
-      const status = typeof set.status === "number" ? set.status : 200;
+    // Handlers that log something of their own can tie it to the request line.
+    .derive({ as: "global" }, ({ request }) => ({ requestId: started.get(request)?.requestId ?? "" }))
+    .onAfterResponse({ as: "global" }, (ctx) => {
+      const { request, set } = ctx;
+      const facts = started.get(request);
+      const status = responseStatus(ctx as { responseValue?: unknown; response?: unknown }, set.status);
       log.info({
         method: request.method,
-        path,
+        // The path only: a query string could carry a token or a proof.
+        path: ctx.path,
         status,
-        ms: Math.round((performance.now() - (startedAt ?? performance.now())) * 100) / 100,
-        requestId,
+        ms: facts ? Math.round((performance.now() - facts.startedAt) * 100) / 100 : undefined,
+        requestId: facts?.requestId,
       });
     });
 }

@@ -1,7 +1,210 @@
+/**
+ * The management API, wire-compatible with Pinata's x402 payment-instructions
+ * API (the `pinata` SDK works against it by changing its endpoint URL).
+ * The instance is the controller: validate, call the service, shape the answer.
+ */
 import { Elysia } from "elysia";
 import type { AppDeps } from "../app";
+import { auth } from "../http/auth";
+import { jsonBody } from "../http/body";
+import { invalidInput } from "../http/errors";
+import { openapiDocs } from "../http/openapi";
+import {
+  CidAssociationResponse,
+  CidListResponse,
+  CidParams,
+  CIDS_LIMIT,
+  CreateInstructionBody,
+  EmptyResponse,
+  ErrorResponse,
+  IdParams,
+  InstructionListResponse,
+  InstructionResponse,
+  INSTRUCTIONS_LIMIT,
+  ListCidsQuery,
+  ListInstructionsQuery,
+  type PaymentInstruction,
+  UpdateInstructionBody,
+} from "./model";
+import { normalizeRequirements } from "./requirements";
+import {
+  attachCid,
+  createInstruction,
+  deleteInstruction,
+  detachCid,
+  getInstruction,
+  type InstructionRecord,
+  listCids,
+  listInstructions,
+  updateInstruction,
+} from "./service";
 
-// STUB: to be written by the owner of this module.
-export function instructionsModule(_deps: AppDeps) {
-  return new Elysia({ name: "instructions" });
+export const INSTRUCTIONS_PREFIX = "/v3/x402/payment_instructions";
+
+/** The wire shape, in Pinata's field order; `description` omitted when empty. */
+function toWire(r: InstructionRecord): PaymentInstruction {
+  const out: PaymentInstruction = {
+    id: r.id,
+    version: r.version,
+    payment_requirements: r.requirements,
+    name: r.name,
+    created_at: r.createdAt,
+    updated_at: r.updatedAt,
+    source: r.source,
+  };
+  if (r.description) out.description = r.description;
+  return out;
+}
+
+/** Response schemas for OpenAPI: the success model plus the error shape for each status the route can answer. */
+const read = <S>(ok: S) => ({ 200: ok, 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse });
+const write = <S>(ok: S) => ({ ...read(ok), 409: ErrorResponse, 413: ErrorResponse, 415: ErrorResponse });
+
+function parseLimit(text: string | undefined, { max, fallback }: { max: number; fallback: number }): number {
+  if (text === undefined) return fallback;
+  const n = /^[0-9]{1,9}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(n >= 1 && n <= max)) throw invalidInput([{ path: "limit", message: `must be a whole number from 1 to ${max}` }]);
+  return n;
+}
+
+export function instructionsModule(deps: AppDeps) {
+  const { db, settings } = deps;
+
+  const requirementsOf = (list: unknown[]) => {
+    const result = normalizeRequirements(list, settings);
+    if (!result.ok) throw invalidInput(result.errors);
+    return result.value;
+  };
+
+  const routes = new Elysia({ name: "instructions", prefix: INSTRUCTIONS_PREFIX })
+    .use(jsonBody)
+    .use(auth(deps))
+    .get(
+      "",
+      ({ query }) => {
+        const page = listInstructions(db, {
+          limit: parseLimit(query.limit, INSTRUCTIONS_LIMIT),
+          pageToken: query.pageToken || undefined,
+          cid: query.cid || undefined,
+          name: query.name || undefined,
+          id: query.id || undefined,
+        });
+        const data: { payment_instructions: PaymentInstruction[]; next_page_token?: string } = {
+          payment_instructions: page.items.map(toWire),
+        };
+        if (page.nextPageToken) data.next_page_token = page.nextPageToken;
+        return { data };
+      },
+      {
+        scope: "read",
+        query: ListInstructionsQuery,
+        response: read(InstructionListResponse),
+        detail: { summary: "List payment instructions, newest first" },
+      },
+    )
+    .post(
+      "",
+      ({ body }) => {
+        const record = createInstruction(db, {
+          name: body.name,
+          description: body.description,
+          requirements: requirementsOf(body.payment_requirements),
+        });
+        return { data: toWire(record) };
+      },
+      {
+        scope: "write",
+        parse: "json", // documents the body as JSON; jsonBody's hook does the parsing (limits, 415)
+        body: CreateInstructionBody,
+        response: write(InstructionResponse),
+        detail: { summary: "Create a payment instruction" },
+      },
+    )
+    .get("/:id", ({ params }) => ({ data: toWire(getInstruction(db, params.id)) }), {
+      scope: "read",
+      params: IdParams,
+      response: read(InstructionResponse),
+      detail: { summary: "Get a payment instruction" },
+    })
+    .patch(
+      "/:id",
+      ({ params, body }) => {
+        const record = updateInstruction(db, params.id, {
+          name: body.name,
+          description: body.description,
+          requirements: body.payment_requirements && requirementsOf(body.payment_requirements),
+        });
+        return { data: toWire(record) };
+      },
+      {
+        scope: "write",
+        params: IdParams,
+        parse: "json", // documents the body as JSON; jsonBody's hook does the parsing (limits, 415)
+        body: UpdateInstructionBody,
+        response: write(InstructionResponse),
+        detail: { summary: "Update a payment instruction (omitted fields stay; version +1 on change)" },
+      },
+    )
+    .delete(
+      "/:id",
+      ({ params }) => {
+        deleteInstruction(db, params.id);
+        return { data: {} };
+      },
+      {
+        scope: "write",
+        params: IdParams,
+        response: write(EmptyResponse),
+        detail: { summary: "Delete a payment instruction (409 while CIDs are attached)" },
+      },
+    )
+    .get(
+      "/:id/cids",
+      ({ params, query }) => {
+        const page = listCids(db, params.id, {
+          limit: parseLimit(query.limit, CIDS_LIMIT),
+          pageToken: query.pageToken || undefined,
+        });
+        const data: { cids: string[]; next_page_token?: string } = { cids: page.cids };
+        if (page.nextPageToken) data.next_page_token = page.nextPageToken;
+        return { data };
+      },
+      {
+        scope: "read",
+        params: IdParams,
+        query: ListCidsQuery,
+        response: read(CidListResponse),
+        detail: { summary: "List the CIDs attached to a payment instruction" },
+      },
+    )
+    .put(
+      "/:id/cids/:cid",
+      ({ params }) => {
+        const m = attachCid(db, params.id, params.cid);
+        return { data: { payment_instruction_id: m.instructionId, cid: m.cid, created_at: m.createdAt } };
+      },
+      {
+        scope: "write",
+        params: CidParams,
+        response: write(CidAssociationResponse),
+        detail: { summary: "Attach a CID (idempotent; 409 if it belongs to another instruction)" },
+      },
+    )
+    .delete(
+      "/:id/cids/:cid",
+      ({ params }) => {
+        detachCid(db, params.id, params.cid);
+        return { data: {} };
+      },
+      {
+        scope: "write",
+        params: CidParams,
+        response: write(EmptyResponse),
+        detail: { summary: "Detach a CID" },
+      },
+    );
+
+  // The API docs ride along with the management API they mostly describe
+  // (they document every route of the app, the gateway's included).
+  return new Elysia({ name: "management-api" }).use(openapiDocs()).use(routes);
 }

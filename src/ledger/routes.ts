@@ -1,7 +1,99 @@
+/**
+ * GET /v3/x402/payments (read scope): the ledger for the creator, newest
+ * first, filtered by cid, payer, instruction, state and time, with settled
+ * totals per network and asset so revenue is one call away.
+ */
 import { Elysia } from "elysia";
 import type { AppDeps } from "../app";
+import { parseCid } from "../content/cid";
+import { auth } from "../http/auth";
+import { invalidInput } from "../http/errors";
+import { ListPaymentsQuery, PAYMENTS_LIMIT, PaymentListResponse, type PaymentRecord } from "./model";
+import { listPayments, type Payment, paymentTotals, type PaymentFilter } from "./service";
 
-// STUB: to be written by the owner of this module.
-export function paymentsModule(_deps: AppDeps) {
-  return new Elysia({ name: "payments" });
+export const PAYMENTS_PREFIX = "/v3/x402/payments";
+
+function toWire(p: Payment): PaymentRecord {
+  return {
+    id: p.id,
+    state: p.state,
+    cid: p.cid,
+    payment_instruction_id: p.instructionId,
+    payment_instruction_version: p.instructionVersion,
+    network: p.network,
+    asset: p.asset,
+    payer: p.payer,
+    pay_to: p.payTo,
+    amount: p.amount,
+    nonce: p.nonce,
+    transaction: p.txHash,
+    valid_before: p.validBefore,
+    x402_version: p.x402Version,
+    error: p.error,
+    created_at: p.createdAt,
+    updated_at: p.updatedAt,
+  };
+}
+
+/** Opaque keyset token: the last row id of the page, tagged so other lists' tokens fail cleanly. */
+export function encodePaymentsToken(id: number): string {
+  return Buffer.from(`p1:${id}`).toString("base64url");
+}
+
+function decodePaymentsToken(token: string): number {
+  const text = /^[A-Za-z0-9_-]{1,100}$/.test(token) ? Buffer.from(token, "base64url").toString("utf8") : "";
+  const m = /^p1:([0-9]{1,15})$/.exec(text);
+  if (!m) throw invalidInput([{ path: "pageToken", message: "is not a valid page token" }]);
+  return Number(m[1]);
+}
+
+function parseLimit(text: string | undefined): number {
+  if (text === undefined) return PAYMENTS_LIMIT.fallback;
+  const n = Number(text);
+  if (!(n >= 1 && n <= PAYMENTS_LIMIT.max)) throw invalidInput([{ path: "limit", message: `must be a whole number from 1 to ${PAYMENTS_LIMIT.max}` }]);
+  return n;
+}
+
+function isoTime(text: string | undefined, path: string): string | undefined {
+  if (!text) return undefined;
+  const t = Date.parse(text);
+  if (Number.isNaN(t)) throw invalidInput([{ path, message: "must be an ISO 8601 date-time" }]);
+  return new Date(t).toISOString();
+}
+
+export function paymentsModule(deps: AppDeps) {
+  return new Elysia({ name: "payments", prefix: PAYMENTS_PREFIX }).use(auth(deps)).get(
+    "",
+    ({ query }) => {
+      let cid: string | undefined;
+      if (query.cid) {
+        cid = parseCid(query.cid)?.toString();
+        if (!cid) throw invalidInput([{ path: "cid", message: "is not a valid CID (v0 or v1)" }]);
+      }
+      const filter: PaymentFilter = {
+        cid,
+        payer: query.payer || undefined,
+        instructionId: query.payment_instruction_id?.toLowerCase() || undefined,
+        state: query.state,
+        createdFrom: isoTime(query.from, "from"),
+        createdTo: isoTime(query.to, "to"),
+      };
+      const page = listPayments(deps.db, filter, {
+        limit: parseLimit(query.limit),
+        afterId: query.pageToken ? decodePaymentsToken(query.pageToken) : undefined,
+      });
+      const data: { payments: PaymentRecord[]; next_page_token?: string; totals: ReturnType<typeof paymentTotals> } = {
+        payments: page.items.map(toWire),
+        totals: paymentTotals(deps.db, filter),
+      };
+      if (page.nextAfterId !== undefined) data.next_page_token = encodePaymentsToken(page.nextAfterId);
+      return { data };
+    },
+    {
+      scope: "read",
+      query: ListPaymentsQuery,
+      response: PaymentListResponse,
+      detail: { tags: ["payments"], summary: "List payments, newest first, with settled totals per network and asset" },
+    },
+  );
 }

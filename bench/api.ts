@@ -1,0 +1,189 @@
+/**
+ * Management API benchmark: `bun run bench:api` (or `npx bun bench/api.ts`).
+ *
+ * Seeds a fresh SQLite file with 100,000 payment instructions and 100,000 CIDs,
+ * starts the real app (Bun.serve) in a child process pinned to CPU 0, and
+ * measures from this process pinned to CPU 1, one request at a time over
+ * loopback: p50/p99 of the first page, a page deep in the list, the `cid`
+ * filter, create and patch; then walks every page (limit 1000) and samples
+ * the server's RSS to show memory stays flat.
+ *
+ * Options: --instructions N (default 100000), --iterations N (default 2000).
+ */
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CID } from "multiformats/cid";
+import { sha256 } from "multiformats/hashes/sha2";
+
+const args = process.argv.slice(2);
+const opt = (name: string, fallback: number) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? Number(args[i + 1]) : fallback;
+};
+
+const SECRET = "bench-secret-bench-secret-bench-secret-0000";
+const USDC = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
+const PAY_TO = "0x6135561038E7C676473431842e586C8248276AED";
+const PREFIX = "/v3/x402/payment_instructions";
+
+if (args[0] === "--serve") await serve(args[1]);
+else await main();
+
+/** Child: the real app over the seeded file, on a free loopback port. */
+async function serve(dbPath: string) {
+  const { createApp } = await import("../src/app");
+  const { openDb } = await import("../src/db/client");
+  const { createLogger } = await import("../src/http/logging");
+  const { loadSettings } = await import("../src/settings");
+  const settings = loadSettings({ CIDGATE_DB: dbPath, CIDGATE_CONFIG_DIR: "/nonexistent", CIDGATE_CONTENT_DIR: "/nonexistent" });
+  const db = openDb(dbPath);
+  const unused = () => Promise.reject(new Error("unused"));
+  // Logging at "warn": one info line per request would measure pino, not the API.
+  const app = createApp({
+    settings,
+    db,
+    log: createLogger("warn"),
+    jwtSecret: SECRET,
+    facilitator: { verify: unused, settle: unused, supported: unused },
+  });
+  app.listen({ port: 0, hostname: "127.0.0.1", maxRequestBodySize: 1024 * 1024 });
+  console.log(`PORT ${app.server!.port}`);
+}
+
+function percentile(sorted: number[], p: number) {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+async function main() {
+  const N = opt("instructions", 100_000);
+  const ITER = opt("iterations", 2000);
+  const dir = mkdtempSync(join(tmpdir(), "cidgate-bench-"));
+  const dbPath = join(dir, "bench.db");
+
+  // Seed through the same migrations, in one transaction (bulk SQL: this measures the API, not seeding).
+  const { openDb } = await import("../src/db/client");
+  const db = openDb(dbPath);
+  const t0 = performance.now();
+  const ids: string[] = [];
+  const cids: string[] = [];
+  const insertPi = db.sqlite.prepare(
+    "INSERT INTO payment_instructions (id, version, name, description, requirements, source, created_at, updated_at) VALUES (?, 1, ?, NULL, ?, 'api', ?, ?)",
+  );
+  const insertCid = db.sqlite.prepare("INSERT INTO cid_mappings (cid, instruction_id, source, created_at) VALUES (?, ?, 'api', ?)");
+  const now = new Date().toISOString();
+  const reqJson = JSON.stringify([{ network: "base-sepolia", asset: USDC, pay_to: PAY_TO, amount: "10000" }]);
+  db.sqlite.transaction(() => {
+    for (let i = 0; i < N; i++) {
+      const id = Bun.randomUUIDv7();
+      const cid = CID.createV1(0x55, sha256.digest(new TextEncoder().encode(`bench file ${i}`)) as never).toString();
+      insertPi.run(id, `instruction ${i % 1000}`, reqJson, now, now);
+      insertCid.run(cid, id, now);
+      ids.push(id);
+      cids.push(cid);
+    }
+  })();
+  db.sqlite.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  db.sqlite.close();
+  console.log(`seeded ${N} instructions + ${N} CIDs in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+
+  // Server on CPU 0, this load generator on CPU 1.
+  const hasTaskset = spawnSync("taskset", ["-V"]).status === 0;
+  const cmd = hasTaskset ? "taskset" : process.execPath;
+  const cmdArgs = [...(hasTaskset ? ["-c", "0", process.execPath] : []), import.meta.path, "--serve", dbPath];
+  const child = spawn(cmd, cmdArgs, { stdio: ["ignore", "pipe", "inherit"] });
+  if (hasTaskset) spawnSync("taskset", ["-cp", "1", String(process.pid)], { stdio: "ignore" });
+  const port = await new Promise<number>((resolve, reject) => {
+    let buf = "";
+    child.stdout!.on("data", (d) => {
+      buf += d;
+      const m = /PORT (\d+)/.exec(buf);
+      if (m) resolve(Number(m[1]));
+    });
+    child.on("exit", (code) => reject(new Error(`server exited ${code}`)));
+  });
+  const serverPid = hasTaskset ? Number(spawnSync("pgrep", ["-P", String(child.pid)]).stdout.toString().trim()) || child.pid! : child.pid!;
+  const rssMb = () => {
+    const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${serverPid}/status`, "utf8"));
+    return m ? Number(m[1]) / 1024 : Number.NaN;
+  };
+
+  const { createToken } = await import("../src/http/token");
+  const token = createToken(SECRET, { scopes: ["read", "write"], ttlSeconds: 3600 });
+  const base = `http://127.0.0.1:${port}${PREFIX}`;
+  const auth = { authorization: `Bearer ${token}` };
+  const json = { ...auth, "content-type": "application/json" };
+
+  async function measure(name: string, make: (i: number) => [string, RequestInit?]) {
+    for (let i = 0; i < 100; i++) {
+      const [url, init] = make(i);
+      await (await fetch(url, init)).arrayBuffer();
+    }
+    const times: number[] = [];
+    for (let i = 0; i < ITER; i++) {
+      const [url, init] = make(i + 100);
+      const s = performance.now();
+      const res = await fetch(url, init);
+      await res.arrayBuffer();
+      times.push(performance.now() - s);
+      if (!res.ok) throw new Error(`${name}: HTTP ${res.status}`);
+    }
+    times.sort((a, b) => a - b);
+    const row = { name, p50: percentile(times, 50), p99: percentile(times, 99) };
+    console.log(`${name.padEnd(34)} p50 ${row.p50.toFixed(2).padStart(6)} ms   p99 ${row.p99.toFixed(2).padStart(6)} ms`);
+    return row;
+  }
+
+  // A token for the page that starts 90% of the way down the list (newest first).
+  const deepAfter = ids[Math.floor(N * 0.1)];
+  const deepToken = Buffer.from(`i1:${deepAfter}`).toString("base64url");
+  const pick = (i: number) => (i * 7919) % N;
+  const requirement = { network: "base-sepolia", asset: USDC, pay_to: PAY_TO, amount: "10000" };
+
+  console.log(`\n${ITER} sequential requests each over loopback (after 100 warm-up):`);
+  await measure("first page (limit 10)", () => [base, { headers: auth }]);
+  await measure("deep page (limit 10, 90% down)", () => [`${base}?pageToken=${deepToken}`, { headers: auth }]);
+  await measure("first page (limit 1000)", () => [`${base}?limit=1000`, { headers: auth }]);
+  await measure("cid filter", (i) => [`${base}?cid=${cids[pick(i)]}`, { headers: auth }]);
+  await measure("name filter", (i) => [`${base}?name=${encodeURIComponent(`instruction ${i % 1000}`)}`, { headers: auth }]);
+  await measure("get by id", (i) => [`${base}/${ids[pick(i)]}`, { headers: auth }]);
+  await measure("create", (i) => [
+    base,
+    { method: "POST", headers: json, body: JSON.stringify({ name: `new ${i}`, payment_requirements: [requirement] }) },
+  ]);
+  await measure("patch (name, version +1)", (i) => [
+    `${base}/${ids[pick(i)]}`,
+    { method: "PATCH", headers: json, body: JSON.stringify({ name: `renamed ${i}` }) },
+  ]);
+  await measure("attach CID (idempotent repeat)", (i) => [`${base}/${ids[pick(i)]}/cids/${cids[pick(i)]}`, { method: "PUT", headers: auth }]);
+
+  // Memory across pages: walk the whole list 1000 at a time, twice, sampling the
+  // server's RSS every 10 pages. Keyset paging holds nothing between pages, so
+  // after warm-up (heap growth until the GC settles, SQLite's page cache) the
+  // second walk should stay flat.
+  for (const walk of [1, 2]) {
+    const samples: number[] = [rssMb()];
+    let next: string | undefined;
+    let pages = 0;
+    let seen = 0;
+    const walkStart = performance.now();
+    do {
+      const res = await fetch(`${base}?limit=1000${next ? `&pageToken=${next}` : ""}`, { headers: auth });
+      const body = (await res.json()) as { data: { payment_instructions: unknown[]; next_page_token?: string } };
+      seen += body.data.payment_instructions.length;
+      next = body.data.next_page_token;
+      pages++;
+      if (pages % 10 === 0) samples.push(rssMb());
+    } while (next);
+    samples.push(rssMb());
+    console.log(
+      `${walk === 1 ? "\n" : ""}walk ${walk}: ${pages} pages of 1000 (${seen} instructions) in ${((performance.now() - walkStart) / 1000).toFixed(2)} s; ` +
+        `server RSS MB every 10 pages: ${samples.map((s) => s.toFixed(0)).join(" ")}`,
+    );
+  }
+
+  child.kill("SIGTERM");
+  await new Promise((r) => child.once("exit", r));
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,105 @@
+/**
+ * `cidgate devnet`: a local chain for trying cidgate with real payments and no
+ * internet. Starts anvil (chain id 84532, so signatures match `base-sepolia`),
+ * deploys the EIP-3009 test USDC, funds buyers, prints what scripts need and
+ * writes it as JSON (default data/devnet.json). Ctrl-C stops anvil and removes
+ * the file, which describes a chain that no longer exists.
+ */
+import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { startDevnet } from "../chain/devnet";
+
+const USAGE = `usage: cidgate devnet [--out data/devnet.json] [--port 8545] [--buyers 3] [--usdc 1000]
+  --out     where to write the devnet's JSON (RPC URL, chain id, token, keys); default data/devnet.json
+  --port    RPC port on 127.0.0.1 (0: any free port); default 8545
+  --buyers  funded buyer accounts; default 3
+  --usdc    test USDC per buyer, in whole USDC; default 1000`;
+
+function option(args: string[], name: string): string | undefined {
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === `--${name}`) return args[i + 1] ?? "";
+    if (args[i].startsWith(`--${name}=`)) return args[i].slice(name.length + 3);
+  }
+  return undefined;
+}
+
+function wholeNumber(args: string[], name: string, fallback: number, max: number): number {
+  const raw = option(args, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) > max) throw new Error(`--${name}: a whole number up to ${max} (got "${raw}")`);
+  return Number(raw);
+}
+
+export async function run(args: string[]): Promise<number> {
+  if (args.includes("--help") || args[0] === "help") {
+    console.log(USAGE);
+    return 0;
+  }
+  const known = new Set(["--out", "--port", "--buyers", "--usdc"]);
+  const stray = args.filter((a, i) => a.startsWith("--") && !known.has(a.split("=")[0]) && !known.has(args[i - 1] ?? ""));
+  if (stray.length > 0) {
+    console.error(`cidgate devnet: unknown option ${stray[0]}\n${USAGE}`);
+    return 2;
+  }
+  let out: string, port: number, buyers: number, usdc: number;
+  try {
+    out = option(args, "out") || "data/devnet.json";
+    port = wholeNumber(args, "port", 8545, 65535);
+    buyers = wholeNumber(args, "buyers", 3, 100);
+    usdc = wholeNumber(args, "usdc", 1000, 1_000_000_000);
+  } catch (e) {
+    console.error(`cidgate devnet: ${(e as Error).message}\n${USAGE}`);
+    return 2;
+  }
+
+  let devnet;
+  try {
+    devnet = await startDevnet({ port, buyers, buyerUsdc: BigInt(usdc) * 1_000_000n });
+  } catch (e) {
+    console.error(`cidgate devnet: ${(e as Error).message}${port ? ` (is port ${port} taken? try --port 0)` : ""}`);
+    return 1;
+  }
+
+  const description = {
+    rpcUrl: devnet.rpcUrl,
+    chainId: devnet.chainId,
+    network: "base-sepolia",
+    token: devnet.token,
+    buyers: devnet.buyers,
+    relayer: devnet.relayer,
+    seller: { address: devnet.seller.address },
+    /** anvil's process id, for scripts that check it is gone. */
+    pid: devnet.pid,
+  };
+  mkdirSync(dirname(out) || ".", { recursive: true });
+  // Written whole then renamed: a script polling for the file never reads half of it.
+  writeFileSync(`${out}.tmp`, `${JSON.stringify(description, null, 2)}\n`, { mode: 0o600 });
+  renameSync(`${out}.tmp`, out);
+
+  console.log(`devnet: anvil on ${devnet.rpcUrl}, chain id ${devnet.chainId} (base-sepolia)`);
+  console.log(`token:  USDC (EIP-3009, 6 decimals) at ${devnet.token}`);
+  devnet.buyers.forEach((b, i) => console.log(`buyer ${i}: ${b.address} (${usdc} USDC) key ${b.privateKey}`));
+  console.log(`seller:  ${devnet.seller.address}`);
+  console.log(`relayer: ${devnet.relayer.address} key ${devnet.relayer.privateKey}`);
+  console.log(`wrote ${out}`);
+  console.log(`\nfor cidgate (.env):\nFACILITATOR_URL=local\nRPC_URL=${devnet.rpcUrl}\nRELAYER_PRIVATE_KEY=${devnet.relayer.privateKey}\nUSDC_ADDRESS_BASE_SEPOLIA=${devnet.token}\n`);
+  console.log("Ctrl-C stops the chain.");
+
+  // Nothing else holds the event loop open (anvil's handle is unref'd on purpose).
+  const keepAlive = setInterval(() => {}, 1 << 30);
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = async (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      console.log(`\ndevnet: ${signal}, stopping anvil`);
+      clearInterval(keepAlive);
+      await devnet.stop();
+      rmSync(out, { force: true });
+      resolve(0);
+    };
+    process.on("SIGINT", () => void stop("SIGINT"));
+    process.on("SIGTERM", () => void stop("SIGTERM"));
+    process.on("SIGHUP", () => void stop("SIGHUP"));
+  });
+}

@@ -1,0 +1,113 @@
+/**
+ * `cidgate facilitator`: the self-hosted x402 facilitator on its own port
+ * (POST /verify, POST /settle, GET /supported), for any x402 resource server,
+ * cidgate included (FACILITATOR_URL=http://127.0.0.1:4022).
+ *
+ * Settings: RPC_URL, RELAYER_PRIVATE_KEY, FACILITATOR_NETWORKS (default
+ * base-sepolia), FACILITATOR_PORT (4022), HOST, RECEIPT_TIMEOUT_SECONDS.
+ * `--devnet data/devnet.json` takes RPC_URL and the relayer key from a
+ * running `cidgate devnet` instead.
+ */
+import { readFileSync } from "node:fs";
+import { Elysia } from "elysia";
+import { NETWORKS, networkByChainId } from "../chain/networks";
+import { createLocalFacilitator } from "../facilitator/local";
+import { facilitatorModule } from "../facilitator/routes";
+import { FacilitatorUnavailableError } from "../facilitator/types";
+import { errors } from "../http/errors";
+import { createLogger, requestLogging } from "../http/logging";
+import { loadSettings, SettingsError } from "../settings";
+
+const USAGE = `usage: cidgate facilitator [--port 4022] [--devnet data/devnet.json]
+  settings: RPC_URL, RELAYER_PRIVATE_KEY, FACILITATOR_NETWORKS (base-sepolia), FACILITATOR_PORT (4022),
+            HOST (127.0.0.1), RECEIPT_TIMEOUT_SECONDS (30)`;
+
+function option(args: string[], name: string): string | undefined {
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === `--${name}`) return args[i + 1] ?? "";
+    if (args[i].startsWith(`--${name}=`)) return args[i].slice(name.length + 3);
+  }
+  return undefined;
+}
+
+export async function run(args: string[]): Promise<number> {
+  if (args.includes("--help") || args[0] === "help") {
+    console.log(USAGE);
+    return 0;
+  }
+  const env: Record<string, string | undefined> = { ...process.env };
+  const devnetFile = option(args, "devnet");
+  if (devnetFile !== undefined) {
+    try {
+      const d = JSON.parse(readFileSync(devnetFile || "data/devnet.json", "utf8"));
+      env.RPC_URL ||= d.rpcUrl;
+      env.RELAYER_PRIVATE_KEY ||= d.relayer?.privateKey;
+    } catch {
+      console.error(`cidgate facilitator: cannot read ${devnetFile || "data/devnet.json"} (is \`cidgate devnet\` running?)`);
+      return 2;
+    }
+  }
+  const port = option(args, "port");
+  if (port !== undefined) env.FACILITATOR_PORT = port;
+
+  let settings;
+  try {
+    settings = loadSettings(env);
+    if (!settings.rpcUrl) throw new SettingsError("RPC_URL", "required: the chain to settle on");
+    if (!settings.relayerPrivateKey) throw new SettingsError("RELAYER_PRIVATE_KEY", "required: the key that pays gas");
+  } catch (e) {
+    if (e instanceof SettingsError) {
+      console.error(`cidgate facilitator: bad setting ${e.message}`);
+      return 2;
+    }
+    throw e;
+  }
+
+  const facilitator = createLocalFacilitator({
+    rpcUrl: settings.rpcUrl,
+    relayerPrivateKey: settings.relayerPrivateKey,
+    settings,
+    rpcTimeoutMs: Math.min(10_000, settings.facilitatorTimeoutMs),
+  });
+  // Say at once when the RPC is on another chain than the networks served: every payment would fail.
+  try {
+    const chainId = await facilitator.chainId();
+    const served: number[] = settings.facilitatorNetworks.map((n) => NETWORKS[n].chainId);
+    if (!served.includes(chainId)) {
+      console.error(
+        `cidgate facilitator: RPC_URL is chain ${chainId} (${networkByChainId(chainId) ?? "unknown"}), ` +
+          `but FACILITATOR_NETWORKS is ${settings.facilitatorNetworks.join(",")}`,
+      );
+      return 2;
+    }
+  } catch (e) {
+    if (!(e instanceof FacilitatorUnavailableError)) throw e;
+    console.error(`cidgate facilitator: warning: ${e.message}; will retry on each request`);
+  }
+
+  const log = createLogger(settings.logLevel);
+  const app = new Elysia().use(errors).use(requestLogging(log)).use(facilitatorModule(facilitator));
+  try {
+    app.listen({ port: settings.facilitatorPort, hostname: settings.host, maxRequestBodySize: 64 * 1024 });
+  } catch (e) {
+    console.error(`cidgate facilitator: cannot listen on ${settings.host}:${settings.facilitatorPort}: ${(e as Error).message}`);
+    return 1;
+  }
+  console.log(
+    `cidgate facilitator listening on http://${settings.host}:${app.server?.port} ` +
+      `(networks ${settings.facilitatorNetworks.join(",")}, relayer ${facilitator.relayerAddress})`,
+  );
+
+  return new Promise<number>((resolve) => {
+    let stopping = false;
+    const stop = async () => {
+      if (stopping) return;
+      stopping = true;
+      await app.stop(false); // let settlements in flight finish
+      facilitator.close();
+      resolve(0);
+    };
+    process.on("SIGINT", () => void stop());
+    process.on("SIGTERM", () => void stop());
+  });
+}

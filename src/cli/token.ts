@@ -1,0 +1,71 @@
+/**
+ * `cidgate token create --scope read,write --ttl 30d`: prints a management
+ * token signed with the server's secret (JWT_SECRET, or the one generated
+ * into the data folder). Only the token goes to stdout, so it can be captured:
+ *   TOKEN=$(bun run --silent cidgate token create --scope read)
+ */
+import { createToken, parseScopes } from "../http/auth";
+import { jwtSecretPath, resolveJwtSecret } from "../http/jwt-secret";
+import { parseTtl } from "../http/token";
+import { loadSettings, SettingsError } from "../settings";
+
+const USAGE = `usage: cidgate token create [--scope read,write] [--ttl 30d]
+  --scope  comma-separated scopes: read (GET), write (POST/PATCH/PUT/DELETE); default read,write
+  --ttl    lifetime: 3600, 90s, 15m, 12h, 30d, 2w (at most 10 years); default 30d`;
+
+/** `--name value` and `--name=value`. */
+function option(args: string[], name: string): string | undefined {
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === `--${name}`) return args[i + 1] ?? "";
+    if (args[i].startsWith(`--${name}=`)) return args[i].slice(name.length + 3);
+  }
+  return undefined;
+}
+
+export async function run(args: string[]): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub === undefined || sub === "help" || sub === "--help" || rest.includes("--help")) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (sub !== "create") {
+    console.error(USAGE);
+    return 2;
+  }
+  const known = new Set(["--scope", "--ttl"]);
+  const stray = rest.filter((a, i) => a.startsWith("--") && !known.has(a.split("=")[0]) && !known.has(rest[i - 1] ?? ""));
+  if (stray.length > 0) {
+    console.error(`cidgate token: unknown option ${stray[0]}\n${USAGE}`);
+    return 2;
+  }
+  const scopeText = option(rest, "scope") ?? "read,write";
+  const scopes = parseScopes(scopeText);
+  if (!scopes) {
+    console.error(`cidgate token: --scope must be read, write or read,write (got "${scopeText}")`);
+    return 2;
+  }
+  const ttlText = option(rest, "ttl") ?? "30d";
+  const ttlSeconds = parseTtl(ttlText);
+  if (ttlSeconds === undefined) {
+    console.error(`cidgate token: --ttl must look like 3600, 15m, 12h or 30d, at most 10 years (got "${ttlText}")`);
+    return 2;
+  }
+
+  let settings;
+  try {
+    settings = loadSettings(process.env);
+  } catch (e) {
+    if (e instanceof SettingsError) {
+      console.error(`cidgate: bad setting ${e.message}`);
+      return 2;
+    }
+    throw e;
+  }
+  const secret = resolveJwtSecret(settings);
+  const token = createToken(secret, { scopes, ttlSeconds });
+  const expires = new Date((Math.floor(Date.now() / 1000) + ttlSeconds) * 1000).toISOString();
+  const from = settings.jwtSecret !== undefined ? "JWT_SECRET" : jwtSecretPath(settings);
+  console.error(`scopes: ${scopes.join(",")}; expires ${expires}; signed with ${from}`);
+  console.log(token);
+  return 0;
+}

@@ -1,0 +1,134 @@
+/**
+ * Keeps content_files in step with the content folder: a walk compares each
+ * file's size and mtime with its row and hashes only files that are new or
+ * changed, so a file is hashed once per change and never per request.
+ *
+ * Only regular files are indexed. Symbolic links are not followed (the root
+ * folder itself may be one), and hidden names are skipped, so nothing outside
+ * the folder, and no half-written temp file, is ever indexed or served.
+ */
+import { lstat, readdir, realpath, stat } from "node:fs/promises";
+import { join, relative } from "node:path";
+import type { Db } from "../db/client";
+import { cidOfFile } from "./cid";
+import { mediaTypeOf } from "./media";
+import { toStoredPath } from "./paths";
+
+export interface IndexChanges {
+  added: string[];
+  changed: string[];
+  removed: string[];
+  unchanged: number;
+  /** Files that could not be read; they keep their previous row, if any. */
+  errors: { path: string; message: string }[];
+}
+
+interface Row {
+  path: string;
+  cid: string;
+  size: number;
+  mtimeMs: number;
+}
+
+interface Seen {
+  path: string;
+  absolute: string;
+  size: number;
+  mtimeMs: number;
+}
+
+/** Whole milliseconds: what the integer column keeps and what a later walk compares. */
+const ms = (mtimeMs: number) => Math.trunc(mtimeMs);
+
+async function walk(root: string, dir: string, out: Seen[], errors: IndexChanges["errors"]): Promise<void> {
+  let entries;
+  try {
+    entries = await readdir(dir, { withFileTypes: true });
+  } catch (e) {
+    if (dir === root && (e as NodeJS.ErrnoException).code === "ENOENT") return; // no folder: nothing to serve
+    errors.push({ path: toStoredPath(relative(root, dir)) || ".", message: (e as Error).message });
+    return;
+  }
+  for (const entry of entries) {
+    if (entry.name.startsWith(".")) continue;
+    const absolute = join(dir, entry.name);
+    if (entry.isDirectory()) {
+      await walk(root, absolute, out, errors);
+    } else if (entry.isFile()) {
+      try {
+        const s = await lstat(absolute);
+        if (!s.isFile()) continue; // replaced by a link or folder since readdir
+        out.push({ path: toStoredPath(relative(root, absolute)), absolute, size: s.size, mtimeMs: ms(s.mtimeMs) });
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== "ENOENT") {
+          errors.push({ path: toStoredPath(relative(root, absolute)), message: (e as Error).message });
+        }
+      }
+    }
+    // Symbolic links, sockets, devices: never indexed.
+  }
+}
+
+/**
+ * Brings the index up to date with `contentDir` and says what changed.
+ * Hashing happens outside any transaction; all rows are then written in one.
+ */
+export async function indexContent(db: Db, contentDir: string): Promise<IndexChanges> {
+  const changes: IndexChanges = { added: [], changed: [], removed: [], unchanged: 0, errors: [] };
+  let root: string;
+  try {
+    root = await realpath(contentDir);
+  } catch {
+    root = "";
+  }
+  const seen: Seen[] = [];
+  if (root) await walk(root, root, seen, changes.errors);
+
+  const rows = db.sqlite.query<Row, []>("SELECT path, cid, size, mtime_ms AS mtimeMs FROM content_files").all();
+  const known = new Map(rows.map((r) => [r.path, r]));
+  const upserts: { path: string; cid: string; size: number; mtimeMs: number; mediaType: string }[] = [];
+
+  for (const file of seen) {
+    const row = known.get(file.path);
+    known.delete(file.path);
+    if (row && row.size === file.size && row.mtimeMs === file.mtimeMs) {
+      changes.unchanged++;
+      continue;
+    }
+    try {
+      const cid = (await cidOfFile(file.absolute)).toString();
+      // A file still being written has moved on since the walk: its next event indexes it.
+      const after = await stat(file.absolute);
+      if (after.size !== file.size || ms(after.mtimeMs) !== file.mtimeMs) continue;
+      upserts.push({ path: file.path, cid, size: file.size, mtimeMs: file.mtimeMs, mediaType: mediaTypeOf(file.path) });
+      (row ? changes.changed : changes.added).push(file.path);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") {
+        if (row) known.set(file.path, row); // vanished while hashing: remove it below
+        continue;
+      }
+      changes.errors.push({ path: file.path, message: (e as Error).message });
+    }
+  }
+  // Rows of files that were unreadable this time stay; rows of files that are gone go.
+  const unreadable = new Set(changes.errors.map((e) => e.path));
+  for (const path of known.keys()) if (!unreadable.has(path)) changes.removed.push(path);
+
+  if (upserts.length || changes.removed.length) {
+    const upsert = db.sqlite.prepare(
+      `INSERT INTO content_files (path, cid, size, mtime_ms, media_type) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT(path) DO UPDATE SET cid = excluded.cid, size = excluded.size, mtime_ms = excluded.mtime_ms, media_type = excluded.media_type`,
+    );
+    const remove = db.sqlite.prepare("DELETE FROM content_files WHERE path = ?");
+    db.sqlite.transaction(() => {
+      for (const u of upserts) upsert.run(u.path, u.cid, u.size, u.mtimeMs, u.mediaType);
+      for (const path of changes.removed) remove.run(path);
+    })();
+  }
+  return changes;
+}
+
+/** True when the index moved (something added, changed or removed). */
+export function indexMoved(c: IndexChanges): boolean {
+  return c.added.length + c.changed.length + c.removed.length > 0;
+}

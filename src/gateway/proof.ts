@@ -1,0 +1,258 @@
+/**
+ * The payment proof: decode X-PAYMENT (v1) or PAYMENT-SIGNATURE (v2), match
+ * it to one requirement we offered, and check it locally (recipient, amount,
+ * time window, EIP-712 signature) before anything goes over the network.
+ * A forged proof must never cost a facilitator call. No HTTP types here.
+ */
+import { createHash } from "node:crypto";
+import { type Static, Type } from "@sinclair/typebox";
+import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { getAddress, type Hex, hashTypedData, recoverAddress } from "viem";
+import { canonicalNetwork, NETWORKS, type NetworkName } from "../chain/networks";
+import type { AcceptedRequirement } from "./requirements";
+
+const Address = Type.String({ pattern: "^0x[0-9a-fA-F]{40}$" });
+const UInt = Type.String({ pattern: "^[0-9]{1,78}$" });
+
+/** EIP-3009 TransferWithAuthorization as the `exact` EVM scheme carries it (decimal strings). */
+export const AuthorizationModel = Type.Object({
+  from: Address,
+  to: Address,
+  value: UInt,
+  validAfter: UInt,
+  validBefore: UInt,
+  nonce: Type.String({ pattern: "^0x[0-9a-fA-F]{64}$" }),
+});
+
+export const ExactEvmPayloadModel = Type.Object({
+  // 65 bytes for an EOA; longer for smart wallets (ERC-1271 / ERC-6492), bounded.
+  signature: Type.String({ pattern: "^0x[0-9a-fA-F]+$", maxLength: 16384 }),
+  authorization: AuthorizationModel,
+});
+
+export const ProofV1Model = Type.Object({
+  x402Version: Type.Literal(1),
+  scheme: Type.String(),
+  network: Type.String(),
+  payload: ExactEvmPayloadModel,
+});
+
+export const ProofV2Model = Type.Object({
+  x402Version: Type.Literal(2),
+  accepted: Type.Object({
+    scheme: Type.String(),
+    network: Type.String(),
+    amount: UInt,
+    asset: Address,
+    payTo: Address,
+  }),
+  payload: ExactEvmPayloadModel,
+});
+
+export type ProofV1 = Static<typeof ProofV1Model>;
+export type ProofV2 = Static<typeof ProofV2Model>;
+
+const checkV1 = TypeCompiler.Compile(ProofV1Model);
+const checkV2 = TypeCompiler.Compile(ProofV2Model);
+
+/** A proof that decoded and has the shape of an `exact` EVM payment. */
+export interface DecodedProof {
+  x402Version: 1 | 2;
+  /** As decoded: forwarded to the facilitator unchanged. */
+  raw: ProofV1 | ProofV2;
+  scheme: string;
+  /** Spelling the client used, and our canonical name for it (undefined: not a network we take). */
+  networkSpelling: string;
+  network: NetworkName | undefined;
+  signature: Hex;
+  from: `0x${string}`;
+  to: `0x${string}`;
+  value: bigint;
+  validAfter: bigint;
+  validBefore: bigint;
+  /** Lower-case 0x + 64 hex. */
+  nonce: Hex;
+  /** sha256 of the signature: tells a re-presented proof from another one with the same nonce. */
+  proofHash: string;
+}
+
+export interface ProofRejection {
+  reason: string;
+  message: string;
+}
+
+export type Result<T> = { ok: true; value: T } | { ok: false; rejection: ProofRejection };
+
+const reject = (reason: string, message: string): { ok: false; rejection: ProofRejection } => ({
+  ok: false,
+  rejection: { reason, message },
+});
+
+/** Reasons, named as the x402 packages name them where they have a name. */
+export const Reasons = {
+  invalidPayload: "invalid_payload",
+  unsupportedScheme: "unsupported_scheme",
+  invalidNetwork: "invalid_network",
+  noMatchingRequirement: "no_matching_requirement",
+  recipientMismatch: "invalid_exact_evm_payload_recipient_mismatch",
+  value: "invalid_exact_evm_payload_authorization_value",
+  validBefore: "invalid_exact_evm_payload_authorization_valid_before",
+  validAfter: "invalid_exact_evm_payload_authorization_valid_after",
+  signature: "invalid_exact_evm_payload_signature",
+  alreadyUsed: "payment_already_used",
+  inProgress: "payment_in_progress",
+} as const;
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+const MAX_HEADER = 32 * 1024;
+
+/**
+ * Decodes a proof header. `header` is the value of PAYMENT-SIGNATURE or
+ * X-PAYMENT; the version inside the JSON decides the shape.
+ */
+export function decodeProof(header: string): Result<DecodedProof> {
+  const text = header.trim();
+  if (text.length === 0 || text.length > MAX_HEADER || !BASE64.test(text)) {
+    return reject(Reasons.invalidPayload, "the payment header is not base64");
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(Buffer.from(text, "base64").toString("utf8"));
+  } catch {
+    return reject(Reasons.invalidPayload, "the payment header is not base64 JSON");
+  }
+  let scheme: string;
+  let networkSpelling: string;
+  let payload: Static<typeof ExactEvmPayloadModel>;
+  if (checkV1.Check(json)) {
+    ({ scheme, network: networkSpelling, payload } = json);
+  } else if (checkV2.Check(json)) {
+    ({ scheme, network: networkSpelling } = json.accepted);
+    payload = json.payload;
+  } else {
+    return reject(Reasons.invalidPayload, "the payment header is not an x402 v1 or v2 exact EVM payment");
+  }
+  const a = payload.authorization;
+  return {
+    ok: true,
+    value: {
+      x402Version: json.x402Version,
+      raw: json,
+      scheme,
+      networkSpelling,
+      network: canonicalNetwork(networkSpelling),
+      signature: payload.signature as Hex,
+      from: getAddress(a.from),
+      to: getAddress(a.to),
+      value: BigInt(a.value),
+      validAfter: BigInt(a.validAfter),
+      validBefore: BigInt(a.validBefore),
+      nonce: a.nonce.toLowerCase() as Hex,
+      proofHash: createHash("sha256").update(payload.signature.toLowerCase()).digest("hex"),
+    },
+  };
+}
+
+/**
+ * Picks the requirement this proof pays, by scheme, network, asset and
+ * pay-to (v2 names all of them in `accepted`; v1 names only the network, so
+ * the signature's domain tells the asset apart when several share one).
+ * Then checks amount, time window and signature without any network call.
+ */
+export async function matchAndCheck(
+  proof: DecodedProof,
+  accepts: readonly AcceptedRequirement[],
+  nowSeconds: number = Math.floor(Date.now() / 1000),
+): Promise<Result<AcceptedRequirement>> {
+  if (proof.scheme !== "exact") return reject(Reasons.unsupportedScheme, `scheme "${proof.scheme}" is not offered`);
+  if (!proof.network || !accepts.some((r) => r.network === proof.network)) {
+    return reject(Reasons.invalidNetwork, `network "${proof.networkSpelling}" is not offered for this content`);
+  }
+  let candidates = accepts.filter((r) => r.network === proof.network);
+  if (proof.x402Version === 2) {
+    const accepted = (proof.raw as ProofV2).accepted;
+    const asset = getAddress(accepted.asset);
+    const payTo = getAddress(accepted.payTo);
+    const amount = BigInt(accepted.amount);
+    candidates = candidates.filter((r) => r.asset === asset && r.payTo === payTo && r.amount === amount);
+    if (candidates.length === 0) {
+      return reject(Reasons.noMatchingRequirement, "the accepted requirement is not one this content offers");
+    }
+  }
+  candidates = candidates.filter((r) => r.payTo === proof.to);
+  if (candidates.length === 0) {
+    return reject(Reasons.recipientMismatch, "the authorization pays someone else");
+  }
+  // v1 lets a client pay at least the price; v2 pays exactly the price.
+  candidates = candidates.filter((r) => (proof.x402Version === 1 ? proof.value >= r.amount : proof.value === r.amount));
+  if (candidates.length === 0) {
+    return reject(Reasons.value, proof.x402Version === 1 ? "the authorization pays less than the price" : "the authorization does not pay exactly the price");
+  }
+  const now = BigInt(nowSeconds);
+  if (proof.validBefore <= now) return reject(Reasons.validBefore, "the authorization has expired");
+  if (proof.validAfter > now) return reject(Reasons.validAfter, "the authorization is not valid yet");
+
+  const sigBytes = (proof.signature.length - 2) / 2;
+  if (sigBytes > 65) {
+    // A smart wallet (ERC-1271 / ERC-6492): only the chain can check it; the facilitator does.
+    return { ok: true, value: candidates[0] };
+  }
+  if (sigBytes !== 65) return reject(Reasons.signature, "the signature is malformed");
+  for (const candidate of candidates) {
+    if ((await recoverSigner(proof, candidate)) === proof.from) return { ok: true, value: candidate };
+  }
+  return reject(Reasons.signature, "the signature does not match the authorization");
+}
+
+const AUTHORIZATION_TYPES = {
+  TransferWithAuthorization: [
+    { name: "from", type: "address" },
+    { name: "to", type: "address" },
+    { name: "value", type: "uint256" },
+    { name: "validAfter", type: "uint256" },
+    { name: "validBefore", type: "uint256" },
+    { name: "nonce", type: "bytes32" },
+  ],
+} as const;
+
+/** Digest the token contract checks: EIP-712 over the asset's domain on this network. */
+export function authorizationDigest(proof: DecodedProof, requirement: Pick<AcceptedRequirement, "network" | "asset">): Hex {
+  const facts = NETWORKS[requirement.network];
+  return hashTypedData({
+    domain: { name: facts.eip712.name, version: facts.eip712.version, chainId: facts.chainId, verifyingContract: requirement.asset },
+    types: AUTHORIZATION_TYPES,
+    primaryType: "TransferWithAuthorization",
+    message: {
+      from: proof.from,
+      to: proof.to,
+      value: proof.value,
+      validAfter: proof.validAfter,
+      validBefore: proof.validBefore,
+      nonce: proof.nonce,
+    },
+  });
+}
+
+/*
+ * Public-key recovery costs about half a millisecond of pure JS; a client
+ * (or an attacker) repeating one proof should not pay that each time. The
+ * result is a pure function of digest and signature, so memoizing is exact.
+ */
+const RECOVERED_MAX = 10_000;
+const recovered = new Map<string, `0x${string}` | null>();
+
+async function recoverSigner(proof: DecodedProof, requirement: AcceptedRequirement): Promise<`0x${string}` | null> {
+  const digest = authorizationDigest(proof, requirement);
+  const key = digest + proof.signature.toLowerCase();
+  const hit = recovered.get(key);
+  if (hit !== undefined) return hit;
+  let signer: `0x${string}` | null;
+  try {
+    signer = await recoverAddress({ hash: digest, signature: proof.signature });
+  } catch {
+    signer = null;
+  }
+  if (recovered.size >= RECOVERED_MAX) recovered.delete(recovered.keys().next().value as string);
+  recovered.set(key, signer);
+  return signer;
+}

@@ -1,0 +1,61 @@
+/**
+ * Wire shapes of GET /v3/x402/payments, declared once (TypeBox): Elysia
+ * validates the query with them, OpenAPI documents them, types derive.
+ * Names follow the management API's snake_case and its paging
+ * (`limit`, `pageToken` -> `next_page_token`).
+ */
+import { type Static, Type as T } from "@sinclair/typebox";
+
+export const PAYMENTS_LIMIT = { max: 1000, fallback: 20 } as const;
+
+export const ListPaymentsQuery = T.Object({
+  limit: T.Optional(
+    T.String({ pattern: "^[0-9]{1,9}$", description: `page size, 1 to ${PAYMENTS_LIMIT.max} (default ${PAYMENTS_LIMIT.fallback})`, error: `must be a whole number from 1 to ${PAYMENTS_LIMIT.max}` }),
+  ),
+  pageToken: T.Optional(T.String({ description: "next_page_token of the previous page (opaque)", error: "is not a valid page token" })),
+  cid: T.Optional(T.String({ description: "only payments for this CID (any spelling)" })),
+  payer: T.Optional(T.String({ pattern: "^0[xX][0-9a-fA-F]{40}$", description: "only payments from this wallet", error: "must be a 0x-prefixed 20-byte hex address" })),
+  payment_instruction_id: T.Optional(T.String({ description: "only payments under this payment instruction" })),
+  state: T.Optional(
+    T.Union([T.Literal("pending"), T.Literal("settled"), T.Literal("failed")], { description: "pending, settled or failed", error: "must be pending, settled or failed" }),
+  ),
+  from: T.Optional(T.String({ format: "date-time", description: "created at or after (ISO 8601)", error: "must be an ISO 8601 date-time" })),
+  to: T.Optional(T.String({ format: "date-time", description: "created before (ISO 8601)", error: "must be an ISO 8601 date-time" })),
+});
+export type ListPaymentsQuery = Static<typeof ListPaymentsQuery>;
+
+export const PaymentRecord = T.Object({
+  id: T.Integer(),
+  state: T.Union([T.Literal("pending"), T.Literal("settled"), T.Literal("failed")]),
+  cid: T.String(),
+  payment_instruction_id: T.String(),
+  payment_instruction_version: T.Integer(),
+  network: T.String({ description: "base or base-sepolia" }),
+  asset: T.String(),
+  payer: T.String(),
+  pay_to: T.String(),
+  amount: T.String({ description: "paid, in the asset's smallest unit" }),
+  nonce: T.String({ description: "EIP-3009 authorization nonce" }),
+  transaction: T.Union([T.String(), T.Null()], { description: "settlement transaction hash" }),
+  valid_before: T.Integer({ description: "authorization expiry, unix seconds" }),
+  x402_version: T.Integer(),
+  error: T.Union([T.String(), T.Null()], { description: "why a failed payment failed" }),
+  created_at: T.String({ format: "date-time" }),
+  updated_at: T.String({ format: "date-time" }),
+});
+export type PaymentRecord = Static<typeof PaymentRecord>;
+
+export const PaymentTotal = T.Object({
+  network: T.String(),
+  asset: T.String(),
+  amount: T.String({ description: "settled revenue, smallest unit" }),
+  count: T.Integer({ description: "settled payments" }),
+});
+
+export const PaymentListResponse = T.Object({
+  data: T.Object({
+    payments: T.Array(PaymentRecord),
+    next_page_token: T.Optional(T.String({ description: "pass as pageToken for the next page; absent on the last page" })),
+    totals: T.Array(PaymentTotal, { description: "settled revenue per network and asset over all pages of this filter" }),
+  }),
+});

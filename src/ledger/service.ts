@@ -1,0 +1,203 @@
+/**
+ * The payments table: one row per EIP-3009 authorization (network, asset,
+ * payer, nonce), ever. It is the replay guard as well as the record of
+ * revenue. Claims are synchronous SQLite transactions, so a claim and the
+ * check before it cannot interleave with another request's.
+ */
+import { and, asc, count, desc, eq, gt, gte, lt, type SQL, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { payments } from "../db/schema";
+
+export type Payment = typeof payments.$inferSelect;
+export type PaymentState = Payment["state"];
+
+/** The authorization a row stands for: unique together. */
+export interface AuthorizationKey {
+  network: string;
+  asset: string;
+  payer: string;
+  nonce: string;
+}
+
+export interface PaymentClaim extends AuthorizationKey {
+  cid: string;
+  instructionId: string;
+  instructionVersion: number;
+  amount: string;
+  payTo: string;
+  /** Unix seconds; clamped to what SQLite and JS numbers hold exactly. */
+  validBefore: bigint;
+  x402Version: 1 | 2;
+  proofHash: string;
+}
+
+export type ClaimResult =
+  /** This request holds the authorization now and must settle or release it. */
+  | { claimed: true; payment: Payment }
+  /** Someone holds or used it already: pending or settled. */
+  | { claimed: false; payment: Payment };
+
+const nowIso = () => new Date().toISOString();
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+export function findPayment(db: Db, key: AuthorizationKey): Payment | undefined {
+  return db
+    .select()
+    .from(payments)
+    .where(and(eq(payments.network, key.network), eq(payments.asset, key.asset), eq(payments.payer, key.payer), eq(payments.nonce, key.nonce)))
+    .get();
+}
+
+/** The row of a proof by its authorization and signature hash, whatever the asset (v1 proofs do not name it). */
+export function findPaymentByProof(db: Db, key: { network: string; payer: string; nonce: string; proofHash: string }): Payment | undefined {
+  return db
+    .select()
+    .from(payments)
+    .where(and(eq(payments.payer, key.payer), eq(payments.nonce, key.nonce), eq(payments.network, key.network), eq(payments.proofHash, key.proofHash)))
+    .get();
+}
+
+export function getPayment(db: Db, id: number): Payment | undefined {
+  return db.select().from(payments).where(eq(payments.id, id)).get();
+}
+
+/**
+ * Claims an authorization before any facilitator call. A row left `failed`
+ * (facilitator unreachable, verify refused, settle refused) is released:
+ * the next presentation may claim it again. So is a row left `pending`
+ * since before `staleBefore`: its settlement was interrupted (the process
+ * stopped), since a live one is bounded in time. Other pending rows and
+ * settled rows are returned unclaimed for the caller to decide.
+ */
+export function claimPayment(db: Db, claim: PaymentClaim, options: { staleBefore?: string } = {}): ClaimResult {
+  return db.transaction((tx) => {
+    const existing = tx
+      .select()
+      .from(payments)
+      .where(
+        and(eq(payments.network, claim.network), eq(payments.asset, claim.asset), eq(payments.payer, claim.payer), eq(payments.nonce, claim.nonce)),
+      )
+      .get();
+    const stale = existing?.state === "pending" && options.staleBefore !== undefined && existing.updatedAt < options.staleBefore;
+    if (existing && existing.state !== "failed" && !stale) return { claimed: false as const, payment: existing };
+    const now = nowIso();
+    const fields = {
+      cid: claim.cid,
+      instructionId: claim.instructionId,
+      instructionVersion: claim.instructionVersion,
+      amount: claim.amount,
+      payTo: claim.payTo,
+      state: "pending" as const,
+      txHash: null,
+      validBefore: Number(claim.validBefore > MAX_SAFE ? MAX_SAFE : claim.validBefore),
+      x402Version: claim.x402Version,
+      proofHash: claim.proofHash,
+      error: null,
+      updatedAt: now,
+    };
+    const payment = existing
+      ? tx.update(payments).set(fields).where(eq(payments.id, existing.id)).returning().get()
+      : tx
+          .insert(payments)
+          .values({ ...fields, network: claim.network, asset: claim.asset, payer: claim.payer, nonce: claim.nonce, createdAt: now })
+          .returning()
+          .get();
+    return { claimed: true as const, payment };
+  });
+}
+
+export function markSettled(db: Db, id: number, txHash: string): Payment {
+  return db
+    .update(payments)
+    .set({ state: "settled", txHash, error: null, updatedAt: nowIso() })
+    .where(and(eq(payments.id, id), eq(payments.state, "pending")))
+    .returning()
+    .get() as Payment;
+}
+
+/** Releases a claim: the authorization was not spent and may be presented again. */
+export function markFailed(db: Db, id: number, error: string): Payment {
+  return db
+    .update(payments)
+    .set({ state: "failed", error: error.slice(0, 500), updatedAt: nowIso() })
+    .where(and(eq(payments.id, id), eq(payments.state, "pending")))
+    .returning()
+    .get() as Payment;
+}
+
+export interface PaymentFilter {
+  cid?: string;
+  payer?: string;
+  instructionId?: string;
+  state?: PaymentState;
+  /** ISO 8601, inclusive. */
+  createdFrom?: string;
+  /** ISO 8601, exclusive. */
+  createdTo?: string;
+}
+
+function filterConditions(f: PaymentFilter): SQL[] {
+  const where: SQL[] = [];
+  if (f.cid) where.push(eq(payments.cid, f.cid));
+  // Payers are stored checksummed; compare without case so any spelling finds them.
+  if (f.payer) where.push(sql`lower(${payments.payer}) = ${f.payer.toLowerCase()}`);
+  if (f.instructionId) where.push(eq(payments.instructionId, f.instructionId));
+  if (f.state) where.push(eq(payments.state, f.state));
+  if (f.createdFrom) where.push(gte(payments.createdAt, f.createdFrom));
+  if (f.createdTo) where.push(lt(payments.createdAt, f.createdTo));
+  return where;
+}
+
+/**
+ * One page, newest first, keyed by row id (keyset paging: stable while rows
+ * are added). `afterId` is the last id of the previous page.
+ */
+export function listPayments(db: Db, f: PaymentFilter, page: { limit: number; afterId?: number; order?: "desc" | "asc" }) {
+  const where = filterConditions(f);
+  const order = page.order ?? "desc";
+  if (page.afterId !== undefined) where.push(order === "desc" ? lt(payments.id, page.afterId) : gt(payments.id, page.afterId));
+  const rows = db
+    .select()
+    .from(payments)
+    .where(where.length ? and(...where) : undefined)
+    .orderBy(order === "desc" ? desc(payments.id) : asc(payments.id))
+    .limit(page.limit + 1)
+    .all();
+  const more = rows.length > page.limit;
+  const items = more ? rows.slice(0, page.limit) : rows;
+  return { items, nextAfterId: more ? items[items.length - 1].id : undefined };
+}
+
+/**
+ * Settled revenue per network and asset over every row the filter selects
+ * (not one page). Amounts are exact decimal strings: SQLite sums them as
+ * 64-bit integers and raises on overflow, in which case JS sums BigInts.
+ */
+export function paymentTotals(db: Db, f: PaymentFilter) {
+  if (f.state && f.state !== "settled") return [];
+  const where = and(...filterConditions({ ...f, state: "settled" }));
+  try {
+    return db
+      .select({
+        network: payments.network,
+        asset: payments.asset,
+        amount: sql<string>`cast(sum(cast(${payments.amount} as integer)) as text)`,
+        count: count(),
+      })
+      .from(payments)
+      .where(where)
+      .groupBy(payments.network, payments.asset)
+      .orderBy(payments.network, payments.asset)
+      .all();
+  } catch {
+    const totals = new Map<string, { network: string; asset: string; amount: bigint; count: number }>();
+    for (const r of db.select({ network: payments.network, asset: payments.asset, amount: payments.amount }).from(payments).where(where).all()) {
+      const k = `${r.network}|${r.asset}`;
+      const t = totals.get(k) ?? { network: r.network, asset: r.asset, amount: 0n, count: 0 };
+      t.amount += BigInt(r.amount);
+      t.count += 1;
+      totals.set(k, t);
+    }
+    return [...totals.values()].map((t) => ({ ...t, amount: t.amount.toString() }));
+  }
+}

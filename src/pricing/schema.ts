@@ -1,0 +1,92 @@
+/**
+ * The shape of a pricing file (config/*.yaml), declared once. The loader
+ * validates against it and scripts/pricing-schema.ts turns it into the JSON
+ * Schema that editors use (schema/pricing.schema.json). Rules that a schema
+ * cannot say well (amount xor price, exact prices, addresses, CIDs, globs)
+ * are checked in load.ts with the same positions and error format.
+ */
+import { type Static, Type as t } from "@sinclair/typebox";
+import { NETWORK_SPELLINGS } from "../chain/networks";
+import { MAX_DESCRIPTION, MAX_NAME, MAX_REQUIREMENT_DESCRIPTION, MAX_REQUIREMENTS } from "../instructions/model";
+
+/** Instruction keys end up in `source` ("file:<path>#<key>"): keep them plain. */
+export const KEY_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$";
+
+/** A value an editor cannot check: it comes from `${VAR}` at load time. */
+const ENV_REF = "\\$\\{[A-Za-z_][A-Za-z0-9_]*\\}";
+
+const Network = t.Union([...NETWORK_SPELLINGS.map((n) => t.Literal(n)), t.String({ pattern: ENV_REF })], {
+  description: 'Network: "base" or "base-sepolia" (the CAIP-2 ids eip155:8453 and eip155:84532 are accepted too).',
+});
+
+/** A 0x address, or a `${VAR}` that becomes one (editors see the file before substitution). */
+const address = (description: string) =>
+  t.String({ description, pattern: `^(0x[0-9a-fA-F]{40}|.*${ENV_REF}.*)$` });
+
+export const RequirementModel = t.Object(
+  {
+    network: t.Optional(Network),
+    pay_to: t.Optional(address("Address that receives the payment.")),
+    price: t.Optional(
+      t.String({
+        description: 'Price in US dollars, exact to the cent fraction USDC allows: "$0.05", "$1", "$0.000001". Needs the USDC asset.',
+        // No pattern here: load.ts explains a wrong price better than a regex failure would.
+        examples: ["$0.05"],
+      }),
+    ),
+    amount: t.Optional(
+      t.Union([t.String({ pattern: "^[0-9]+$" }), t.Integer({ minimum: 1 })], {
+        description: "Amount in the asset's smallest unit (USDC has 6 decimals: 10000 = $0.01). Give price or amount.",
+      }),
+    ),
+    asset: t.Optional(address("Token contract. Defaults to the network's USDC.")),
+    description: t.Optional(t.String({ maxLength: MAX_REQUIREMENT_DESCRIPTION })),
+  },
+  { additionalProperties: false, description: "One way to pay: give either price or amount." },
+);
+
+export const InstructionModel = t.Object(
+  {
+    name: t.String({ minLength: 1, maxLength: MAX_NAME }),
+    description: t.Optional(t.String({ maxLength: MAX_DESCRIPTION })),
+    payment_requirements: t.Array(RequirementModel, { minItems: 1, maxItems: MAX_REQUIREMENTS }),
+    cids: t.Optional(t.Array(t.String({ description: "An IPFS CID (v0 Qm... or v1)." }))),
+    files: t.Optional(
+      t.Array(
+        t.String({
+          description: 'A path or glob under the content folder, e.g. "articles/*.md"; new matching files are picked up.',
+        }),
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const DefaultsModel = t.Object(
+  {
+    network: t.Optional(Network),
+    pay_to: t.Optional(address("Address that receives the payment.")),
+  },
+  { additionalProperties: false, description: "Given to every payment requirement of this file that does not say otherwise." },
+);
+
+export const PricingFileModel = t.Object(
+  {
+    defaults: t.Optional(DefaultsModel),
+    instructions: t.Optional(
+      t.Record(t.String({ pattern: KEY_PATTERN }), InstructionModel, {
+        additionalProperties: false,
+        description: "Payment instructions by stable key: the key keeps an instruction's id across edits.",
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    title: "cidgate pricing file",
+    description: "Declarative payment instructions for cidgate (config/*.yaml).",
+  },
+);
+
+export type PricingFile = Static<typeof PricingFileModel>;
+export type InstructionInput = Static<typeof InstructionModel>;
+export type RequirementInput = Static<typeof RequirementModel>;

@@ -1,0 +1,130 @@
+/**
+ * The pricing reloader: load every file, and only if all are valid, reconcile
+ * them into the database. It remembers the last reload (time, result, what
+ * changed, errors) for GET /v3/x402/config and the log. A reload is fully
+ * synchronous, so two can never interleave and no request sees half of one.
+ */
+import type { Db } from "../db/client";
+import { listContent } from "../content/store";
+import type { Logger } from "../http/logging";
+import type { Settings } from "../settings";
+import { formatProblem, loadPricing, type ParseCache, type PricingProblem } from "./load";
+import { changed, emptyChanges, reconcile, type SyncChanges } from "./sync";
+
+export type ReloadTrigger = "start" | "config" | "content" | "manual" | "check";
+
+export interface ReloadReport {
+  at: string;
+  trigger: ReloadTrigger;
+  /** applied: the database changed; unchanged: valid, nothing to write; rejected: nothing applied. */
+  result: "applied" | "unchanged" | "rejected";
+  durationMs: number;
+  files: string[];
+  /** Instructions and CIDs the files declare (when valid). */
+  instructions: number;
+  cids: number;
+  changes: SyncChanges;
+  errors: PricingProblem[];
+  warnings: PricingProblem[];
+}
+
+export interface PricingStatus {
+  configDir: string;
+  contentDir: string;
+  lastReload?: ReloadReport;
+  /** The reload whose state is being served (the last one that was not rejected). */
+  lastGood?: Pick<ReloadReport, "at" | "trigger" | "files" | "instructions" | "cids">;
+}
+
+export interface Pricing {
+  reload(trigger: ReloadTrigger): ReloadReport;
+  status(): PricingStatus;
+}
+
+export interface PricingOptions {
+  db: Db;
+  settings: Pick<Settings, "configDir" | "contentDir" | "usdcAddressBase" | "usdcAddressBaseSepolia">;
+  env?: Record<string, string | undefined>;
+  log?: Logger;
+  now?: () => Date;
+}
+
+export function createPricing(opts: PricingOptions): Pricing {
+  const cache: ParseCache = new Map();
+  const env = opts.env ?? process.env;
+  const now = opts.now ?? (() => new Date());
+  let lastReload: ReloadReport | undefined;
+  let lastGood: PricingStatus["lastGood"];
+
+  function reload(trigger: ReloadTrigger): ReloadReport {
+    const started = performance.now();
+    const at = now();
+    const loaded = loadPricing({
+      configDir: opts.settings.configDir,
+      settings: opts.settings,
+      env,
+      content: listContent(opts.db),
+      cache,
+    });
+    const cids = loaded.instructions.reduce((n, i) => n + i.cids.length, 0);
+    let report: ReloadReport = {
+      at: at.toISOString(),
+      trigger,
+      result: "rejected",
+      durationMs: 0,
+      files: loaded.files,
+      instructions: loaded.instructions.length,
+      cids,
+      changes: emptyChanges(),
+      errors: loaded.errors,
+      warnings: loaded.warnings,
+    };
+    if (loaded.errors.length === 0) {
+      const synced = reconcile(opts.db, loaded.instructions, at);
+      if (synced.ok) report = { ...report, result: changed(synced.changes) ? "applied" : "unchanged", changes: synced.changes };
+      else report = { ...report, errors: synced.errors };
+    }
+    report.durationMs = Math.round((performance.now() - started) * 100) / 100;
+    lastReload = report;
+    if (report.result !== "rejected") {
+      lastGood = { at: report.at, trigger, files: report.files, instructions: report.instructions, cids: report.cids };
+    }
+    log(report);
+    return report;
+  }
+
+  function log(r: ReloadReport) {
+    const l = opts.log;
+    if (!l) return;
+    const c = r.changes;
+    const summary = {
+      trigger: r.trigger,
+      result: r.result,
+      ms: r.durationMs,
+      files: r.files.length,
+      instructions: r.instructions,
+      cids: r.cids,
+      created: c.created.length,
+      updated: c.updated.length,
+      deleted: c.deleted.length,
+      cidsAttached: c.cidsAttached,
+      cidsDetached: c.cidsDetached,
+    };
+    if (r.result === "rejected") {
+      l.error({ ...summary, errors: r.errors.map(formatProblem) }, "pricing reload rejected; the last good state keeps serving");
+    } else if (r.result === "applied" || r.trigger === "start") {
+      l.info(summary, "pricing reloaded");
+    }
+    for (const w of r.warnings) l.warn(formatProblem(w));
+  }
+
+  return {
+    reload,
+    status: () => ({
+      configDir: opts.settings.configDir,
+      contentDir: opts.settings.contentDir,
+      lastReload,
+      lastGood,
+    }),
+  };
+}

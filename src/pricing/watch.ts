@@ -1,0 +1,99 @@
+/**
+ * Hot reload: pricing files and content files are watched; a save, an
+ * editor's atomic rename, a new or a deleted file all lead to one debounced
+ * reload, so the new state serves well within a second of the save.
+ *
+ * Some editors save by moving the old file aside and writing a new one, or by
+ * truncating it and writing again; for a moment the file is missing or empty.
+ * A reload in that moment would delete its instructions and re-create them
+ * with new ids, so when a known file is missing or empty the reload waits a
+ * little longer and then reads whatever is there (a real deletion still applies).
+ */
+import { statSync } from "node:fs";
+import { join } from "node:path";
+import type { Db } from "../db/client";
+import { type FolderWatcher, watchContent, watchFolder } from "../content/watch";
+import type { Logger } from "../http/logging";
+import { findPricingFiles } from "./load";
+import type { Pricing } from "./service";
+
+export interface PricingWatchOptions {
+  configDir: string;
+  pricing: Pricing;
+  log?: Logger;
+  debounceMs?: number;
+  /** Extra wait when a pricing file has vanished (an editor mid-save). */
+  vanishGraceMs?: number;
+  pollMs?: number;
+}
+
+/** Names, sizes and mtimes of the pricing files: a poll reloads only when this moves. */
+function signature(configDir: string): string {
+  return findPricingFiles(configDir)
+    .map((f) => {
+      try {
+        const s = statSync(join(configDir, f));
+        return `${f}:${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`;
+      } catch {
+        return `${f}:gone`;
+      }
+    })
+    .join("\n");
+}
+
+/** A file an editor is in the middle of replacing: moved aside, or truncated before the write. */
+function missingOrEmpty(path: string): boolean {
+  try {
+    return statSync(path).size === 0;
+  } catch {
+    return true;
+  }
+}
+
+export function watchPricing(opts: PricingWatchOptions): FolderWatcher {
+  const grace = opts.vanishGraceMs ?? 250;
+  let last = signature(opts.configDir);
+  return watchFolder(
+    opts.configDir,
+    async (reason) => {
+      const known = opts.pricing.status().lastReload?.files ?? [];
+      if (known.some((f) => missingOrEmpty(join(opts.configDir, f)))) await Bun.sleep(grace);
+      const sig = signature(opts.configDir);
+      // A poll with nothing moved skips the reload; an event always reloads (cheap: unchanged files are cached).
+      if (reason === "poll" && sig === last && opts.pricing.status().lastReload) return;
+      last = sig;
+      opts.pricing.reload("config");
+    },
+    {
+      debounceMs: opts.debounceMs ?? 100,
+      pollMs: opts.pollMs ?? 5_000,
+      relevant: (name) => name === null || /\.ya?ml$/i.test(name) || !/\.[^/\\]*$/.test(name),
+      onError: (e) => opts.log?.error({ err: (e as Error).message }, "pricing reload failed"),
+    },
+  );
+}
+
+export interface Watchers {
+  close(): Promise<void>;
+}
+
+/** Both watchers as the server runs them: new content re-runs pricing so `files:` globs pick it up. */
+export function startWatchers(opts: {
+  db: Db;
+  settings: { configDir: string; contentDir: string };
+  pricing: Pricing;
+  log?: Logger;
+}): Watchers {
+  const content = watchContent({
+    db: opts.db,
+    contentDir: opts.settings.contentDir,
+    log: opts.log,
+    onIndexed: () => opts.pricing.reload("content"),
+  });
+  const config = watchPricing({ configDir: opts.settings.configDir, pricing: opts.pricing, log: opts.log });
+  return {
+    async close() {
+      await Promise.all([content.close(), config.close()]);
+    },
+  };
+}

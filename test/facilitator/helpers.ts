@@ -1,0 +1,122 @@
+/**
+ * Builds real x402 payments for facilitator tests: EIP-3009 authorizations
+ * signed with viem under the token's EIP-712 domain, wrapped as the v1 or v2
+ * request body of POST /verify and /settle. Overrides let a test forge one
+ * field at a time (after signing, for tampering; before, for honest variants).
+ */
+import { type Address, createPublicClient, erc20Abi, type Hex, http, toHex } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import type { Devnet } from "../../src/chain/devnet";
+import type { FacilitatorRequest } from "../../src/facilitator/types";
+
+export interface PaymentOptions {
+  version?: 1 | 2;
+  buyerKey?: Hex;
+  payTo?: Address;
+  amount?: bigint;
+  /** What the buyer signs (defaults follow the requirement). */
+  sign?: Partial<{ to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex; name: string; version: string; chainId: number; verifyingContract: Address }>;
+  /** Replaces fields of the authorization after signing (tampering). */
+  tamper?: Partial<Record<"from" | "to" | "value" | "validAfter" | "validBefore" | "nonce", string>>;
+  requirement?: Partial<{ network: string; asset: Address; payTo: Address; name: string; version: string }>;
+  payloadNetwork?: string;
+  /** Signs with this function instead of the buyer key (smart wallets). */
+  from?: Address;
+  signer?: (typed: any) => Promise<Hex>;
+}
+
+export const authorizationTypes = {
+  TransferWithAuthorization: [
+    { name: "from", type: "address" },
+    { name: "to", type: "address" },
+    { name: "value", type: "uint256" },
+    { name: "validAfter", type: "uint256" },
+    { name: "validBefore", type: "uint256" },
+    { name: "nonce", type: "bytes32" },
+  ],
+} as const;
+
+export const randomNonce = (): Hex => toHex(crypto.getRandomValues(new Uint8Array(32)));
+
+export async function payment(devnet: Devnet, o: PaymentOptions = {}): Promise<FacilitatorRequest> {
+  const version = o.version ?? 1;
+  const buyer = privateKeyToAccount(o.buyerKey ?? devnet.buyers[0].privateKey);
+  const from = o.from ?? buyer.address;
+  const payTo = o.requirement?.payTo ?? o.payTo ?? devnet.seller.address;
+  const amount = o.amount ?? 10_000n;
+  const asset = o.requirement?.asset ?? devnet.token;
+  const name = o.requirement?.name ?? "USDC";
+  const tokenVersion = o.requirement?.version ?? "2";
+  const network = o.requirement?.network ?? (version === 1 ? "base-sepolia" : "eip155:84532");
+  const now = BigInt(Math.floor(Date.now() / 1000));
+  const message = {
+    from,
+    to: o.sign?.to ?? payTo,
+    value: o.sign?.value ?? amount,
+    validAfter: o.sign?.validAfter ?? now - 600n,
+    validBefore: o.sign?.validBefore ?? now + 60n,
+    nonce: o.sign?.nonce ?? randomNonce(),
+  };
+  const typed = {
+    domain: {
+      name: o.sign?.name ?? name,
+      version: o.sign?.version ?? tokenVersion,
+      chainId: o.sign?.chainId ?? devnet.chainId,
+      verifyingContract: o.sign?.verifyingContract ?? asset,
+    },
+    types: authorizationTypes,
+    primaryType: "TransferWithAuthorization" as const,
+    message,
+  };
+  const signature = o.signer ? await o.signer(typed) : await buyer.signTypedData(typed);
+  const authorization = {
+    from: message.from,
+    to: message.to,
+    value: message.value.toString(),
+    validAfter: message.validAfter.toString(),
+    validBefore: message.validBefore.toString(),
+    nonce: message.nonce,
+    ...o.tamper,
+  };
+  const extra = { name, version: tokenVersion };
+  if (version === 1) {
+    const requirements = {
+      scheme: "exact",
+      network,
+      maxAmountRequired: amount.toString(),
+      resource: "http://127.0.0.1:4021/x402/cid/bafkreitest",
+      description: "test",
+      mimeType: "text/plain",
+      payTo,
+      maxTimeoutSeconds: 60,
+      asset,
+      extra,
+    };
+    return {
+      x402Version: 1,
+      paymentPayload: { x402Version: 1, scheme: "exact", network: o.payloadNetwork ?? network, payload: { signature, authorization } },
+      paymentRequirements: requirements,
+    };
+  }
+  const requirements = { scheme: "exact", network, amount: amount.toString(), asset, payTo, maxTimeoutSeconds: 60, extra };
+  return {
+    x402Version: 2,
+    paymentPayload: {
+      x402Version: 2,
+      resource: { url: "http://127.0.0.1:4021/x402/cid/bafkreitest", description: "test", mimeType: "text/plain" },
+      accepted: { ...requirements, network: o.payloadNetwork ?? network },
+      payload: { signature, authorization },
+    },
+    paymentRequirements: requirements,
+  };
+}
+
+export function balances(devnet: Devnet) {
+  const client = createPublicClient({ transport: http(devnet.rpcUrl) });
+  return (address: Address) => client.readContract({ address: devnet.token, abi: erc20Abi, functionName: "balanceOf", args: [address] });
+}
+
+export function txCount(devnet: Devnet, address: Address) {
+  const client = createPublicClient({ transport: http(devnet.rpcUrl) });
+  return client.getTransactionCount({ address, blockTag: "pending" });
+}

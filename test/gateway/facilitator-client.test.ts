@@ -1,0 +1,120 @@
+import { afterAll, describe, expect, test } from "bun:test";
+import { generateKeyPairSync } from "node:crypto";
+import { createHttpFacilitator } from "../../src/facilitator/client";
+import { FacilitatorUnavailableError } from "../../src/facilitator/types";
+import { deadUrl, type Fault, faultyFacilitatorServer } from "./fixtures";
+
+const request = { x402Version: 1 as const, paymentPayload: { a: 1 }, paymentRequirements: { b: 2 } };
+const servers: { stop(): unknown }[] = [];
+afterAll(() => {
+  for (const s of servers) s.stop();
+});
+
+function serve(fetch: (req: Request) => Response | Promise<Response>) {
+  const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch });
+  servers.push({ stop: () => s.stop(true) });
+  return `http://127.0.0.1:${s.port}`;
+}
+
+async function unavailable(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (e) {
+    expect(e).toBeInstanceOf(FacilitatorUnavailableError);
+    return (e as Error).message;
+  }
+  throw new Error("expected FacilitatorUnavailableError");
+}
+
+describe("createHttpFacilitator", () => {
+  test("posts the x402 body and reads the answer flags", async () => {
+    let seen: unknown;
+    const url = serve(async (req) => {
+      seen = await req.json();
+      return new URL(req.url).pathname === "/fac/verify"
+        ? Response.json({ isValid: false, invalidReason: "insufficient_funds", payer: "0xabc" })
+        : Response.json({ success: false, errorReason: "invalid_transaction_state", transaction: "", network: "base-sepolia" });
+    });
+    const f = createHttpFacilitator({ url: `${url}/fac/`, timeoutMs: 2000 });
+    expect(await f.verify(request)).toEqual({ isValid: false, invalidReason: "insufficient_funds", payer: "0xabc" });
+    expect(seen).toEqual(request);
+    // HTTP 200 with success:false is a failure, not a success.
+    expect((await f.settle(request)).success).toBe(false);
+  });
+
+  test("an invalid payment answered with 400 and a normal body is still an answer", async () => {
+    const url = serve(() => Response.json({ isValid: false, invalidReason: "invalid_scheme" }, { status: 400 }));
+    expect((await createHttpFacilitator({ url, timeoutMs: 2000 }).verify(request)).isValid).toBe(false);
+  });
+
+  test("follows a redirect keeping POST and its body (x402.org -> www.)", async () => {
+    const url = serve(async (req) => {
+      const path = new URL(req.url).pathname;
+      if (path === "/verify") return new Response(null, { status: 308, headers: { Location: "/www/verify" } });
+      const body = (await req.json()) as typeof request;
+      return Response.json({ isValid: req.method === "POST" && body.paymentRequirements.b === 2 });
+    });
+    expect((await createHttpFacilitator({ url, timeoutMs: 2000 }).verify(request)).isValid).toBe(true);
+  });
+
+  test.each(["http500", "garbage", "redirectLoop"] as Fault[])("%s -> FacilitatorUnavailableError", async (fault) => {
+    const s = faultyFacilitatorServer(fault);
+    servers.push(s);
+    const message = await unavailable(createHttpFacilitator({ url: s.url, timeoutMs: 2000 }).settle(request));
+    if (fault === "redirectLoop") expect(message).toContain("loop");
+    if (fault === "http500") expect(message).toContain("500");
+  });
+
+  test("down -> FacilitatorUnavailableError", async () => {
+    const message = await unavailable(createHttpFacilitator({ url: await deadUrl(), timeoutMs: 2000 }).verify(request));
+    expect(message).toContain("unreachable");
+  });
+
+  test("slow past the bound -> FacilitatorUnavailableError at the bound", async () => {
+    const s = faultyFacilitatorServer("slow", { slowMs: 5000 });
+    servers.push(s);
+    const started = performance.now();
+    const message = await unavailable(createHttpFacilitator({ url: s.url, timeoutMs: 300 }).verify(request));
+    expect(performance.now() - started).toBeLessThan(2000);
+    expect(message).toContain("300 ms");
+  });
+
+  test("a success without a transaction hash is not trusted", async () => {
+    const url = serve(() => Response.json({ success: true, transaction: "", network: "base-sepolia" }));
+    await unavailable(createHttpFacilitator({ url, timeoutMs: 2000 }).settle(request));
+  });
+
+  test("with a CDP key, each call carries a signed bearer JWT for that call's host and path", async () => {
+    const headers: Record<string, string | null> = {};
+    const url = serve((req) => {
+      headers[new URL(req.url).pathname] = req.headers.get("authorization");
+      return Response.json({ kinds: [] });
+    });
+    const { privateKey } = generateKeyPairSync("ec", { namedCurve: "prime256v1" });
+    const pem = privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+    const f = createHttpFacilitator({ url: `${url}/platform/v2/x402`, timeoutMs: 5000, cdp: { apiKeyId: "key-id", apiKeySecret: pem } });
+    await f.supported();
+    const auth = headers["/platform/v2/x402/supported"];
+    expect(auth).toMatch(/^Bearer [\w-]+\.[\w-]+\.[\w-]+$/);
+    const claims = JSON.parse(Buffer.from(auth!.split(" ")[1].split(".")[1], "base64url").toString());
+    expect(claims.uris?.[0] ?? claims.uri).toContain(`GET ${new URL(url).host}/platform/v2/x402/supported`);
+  });
+
+  test("a malformed CDP key fails the call without reaching the facilitator", async () => {
+    let hits = 0;
+    const url = serve(() => (hits++, Response.json({ kinds: [] })));
+    const message = await unavailable(createHttpFacilitator({ url, timeoutMs: 2000, cdp: { apiKeyId: "id", apiKeySecret: "nope" } }).supported());
+    expect(message).toContain("CDP");
+    expect(hits).toBe(0);
+  });
+
+  test("without a CDP key no Authorization header is sent", async () => {
+    let auth: string | null = "unset";
+    const url = serve((req) => {
+      auth = req.headers.get("authorization");
+      return Response.json({ kinds: [] });
+    });
+    await createHttpFacilitator({ url, timeoutMs: 2000 }).supported();
+    expect(auth).toBeNull();
+  });
+});

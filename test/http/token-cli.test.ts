@@ -1,0 +1,62 @@
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { verifyToken } from "../../src/http/token";
+
+const MAIN = join(import.meta.dir, "../../src/cli/main.ts");
+
+function cidgate(args: string[], env: Record<string, string>) {
+  const p = Bun.spawnSync([process.execPath, MAIN, ...args], { env: { PATH: process.env.PATH ?? "", ...env } });
+  return { code: p.exitCode, out: p.stdout.toString().trim(), err: p.stderr.toString() };
+}
+
+describe("cidgate token create", () => {
+  test("prints only a token on stdout, signed with the generated secret, with scopes and expiry", () => {
+    const dir = mkdtempSync(join(tmpdir(), "cidgate-cli-"));
+    try {
+      const env = { CIDGATE_DB: join(dir, "cidgate.db") };
+      const r = cidgate(["token", "create", "--scope", "read", "--ttl", "2h"], env);
+      expect(r.code).toBe(0);
+      expect(r.out.split(".")).toHaveLength(3);
+      const { resolveJwtSecret } = require("../../src/http/jwt-secret");
+      const secret = resolveJwtSecret({ jwtSecret: undefined, dataDir: dir });
+      expect(statSync(join(dir, "jwt-secret")).mode & 0o777).toBe(0o600);
+      const v = verifyToken(r.out, secret);
+      expect(v.ok).toBe(true);
+      if (v.ok) {
+        expect(v.scopes).toEqual(["read"]);
+        expect(v.claims.exp - Math.floor(Date.now() / 1000)).toBeWithin(7190, 7201);
+      }
+      // a second token uses the same secret
+      const again = cidgate(["token", "create", "--scope=read,write", "--ttl=30d"], env);
+      const v2 = verifyToken(again.out, secret);
+      expect(v2.ok && v2.scopes).toEqual(["read", "write"]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("JWT_SECRET is used when set", () => {
+    const secret = "an-explicit-secret-of-32-characters-or-more";
+    const r = cidgate(["token", "create"], { JWT_SECRET: secret, CIDGATE_DB: ":memory:" });
+    expect(r.code).toBe(0);
+    expect(verifyToken(r.out, secret).ok).toBe(true);
+  });
+
+  test("bad scope, bad ttl or unknown option exit 2 with a one-line reason and no token", () => {
+    const env = { JWT_SECRET: "x".repeat(40) };
+    for (const args of [
+      ["token", "create", "--scope", "admin"],
+      ["token", "create", "--ttl", "forever"],
+      ["token", "create", "--ttl", "0"],
+      ["token", "create", "--sope", "read"],
+      ["token", "mint"],
+    ]) {
+      const r = cidgate(args, env);
+      expect(r.code).toBe(2);
+      expect(r.out).toBe("");
+      expect(r.err.length).toBeGreaterThan(0);
+    }
+  });
+});
