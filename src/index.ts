@@ -21,7 +21,7 @@ try {
 const log = createLogger(settings.logLevel);
 const db = openDb(settings.db);
 const jwtSecret = (await import("./http/jwt-secret")).resolveJwtSecret(settings); // BOOT:jwt: JWT_SECRET or data/jwt-secret (0600)
-const facilitator = createFacilitator(settings);
+const facilitator = createFacilitator(settings, log);
 // BOOT:pricing (sync config/*.yaml, index content/ before serving)
 const pricing = await (await import("./pricing/boot")).preparePricing({ db, settings, log });
 

@@ -63,11 +63,13 @@ export async function run(args: string[]): Promise<number> {
     throw e;
   }
 
+  const log = createLogger(settings.logLevel);
   const facilitator = createLocalFacilitator({
     rpcUrl: settings.rpcUrl,
     relayerPrivateKey: settings.relayerPrivateKey,
     settings,
     rpcTimeoutMs: Math.min(10_000, settings.facilitatorTimeoutMs),
+    log,
   });
   // Say at once when the RPC is on another chain than the networks served: every payment would fail.
   try {
@@ -85,7 +87,6 @@ export async function run(args: string[]): Promise<number> {
     console.error(`cidgate facilitator: warning: ${e.message}; will retry on each request`);
   }
 
-  const log = createLogger(settings.logLevel);
   const app = new Elysia().use(errors).use(requestLogging(log)).use(facilitatorModule(facilitator));
   try {
     app.listen({ port: settings.facilitatorPort, hostname: settings.host, maxRequestBodySize: 64 * 1024 });

@@ -7,9 +7,11 @@
 import { SettingsError, type Settings } from "../settings";
 import { createHttpFacilitator } from "./client";
 import { createLocalFacilitator } from "./local";
+import type { SettlementLog } from "./settle";
 import type { Facilitator } from "./types";
 
-export function createFacilitator(settings: Settings): Facilitator {
+/** `log` receives the self-hosted facilitator's settlement warnings (optional). */
+export function createFacilitator(settings: Settings, log?: SettlementLog): Facilitator {
   if (settings.facilitatorUrl === "local") {
     // loadSettings already insists on both; checked again for callers that build Settings by hand.
     if (!settings.rpcUrl) throw new SettingsError("RPC_URL", "required when FACILITATOR_URL=local");
@@ -20,6 +22,7 @@ export function createFacilitator(settings: Settings): Facilitator {
       settings,
       // One RPC request never takes the whole budget of a facilitator call.
       rpcTimeoutMs: Math.min(10_000, settings.facilitatorTimeoutMs),
+      log,
     });
   }
   const cdp =

@@ -6,12 +6,12 @@
  * for how a payment reaches the chain.
  */
 import { getAddress, type Hex } from "viem";
-import { canonicalNetwork, NETWORKS, type NetworkName } from "../chain/networks";
+import { NETWORKS, type NetworkName } from "../chain/networks";
 import type { Settings } from "../settings";
 import { parseFacilitatorRequest, type ParsedFacilitatorRequest } from "./model";
 import { Reason } from "./reasons";
 import { createRelayer, type Relayer } from "./relayer";
-import { createSettler, type Settler } from "./settle";
+import { createSettler, type SettlementLog, type Settler } from "./settle";
 import {
   type Facilitator,
   type FacilitatorRequest,
@@ -30,6 +30,8 @@ export interface LocalFacilitatorOptions {
   settings: Pick<Settings, "receiptTimeoutSeconds" | "facilitatorNetworks">;
   /** Bound on one RPC request, ms (default 10 s). */
   rpcTimeoutMs?: number;
+  /** Settlement failures on our side (relayer out of gas, receipt timeouts); never payment proofs. */
+  log?: SettlementLog;
 }
 
 export type LocalFacilitator = Facilitator & {
@@ -58,7 +60,7 @@ export function createLocalFacilitator(options: LocalFacilitatorOptions): LocalF
         throw new FacilitatorUnavailableError("the facilitator's RPC did not answer eth_chainId");
       }
       const relayer = createRelayer({ rpcUrl: options.rpcUrl, relayerPrivateKey: options.relayerPrivateKey, chainId, receiptTimeoutMs, rpcTimeoutMs: options.rpcTimeoutMs });
-      return { chainId, relayer, settle: createSettler(relayer, receiptTimeoutMs) };
+      return { chainId, relayer, settle: createSettler(relayer, receiptTimeoutMs, options.log) };
     })().catch((e) => {
       chain = undefined;
       throw e;
@@ -133,9 +135,4 @@ export function createLocalFacilitator(options: LocalFacilitatorOptions): LocalF
       chain = undefined;
     },
   };
-}
-
-/** Networks from a FACILITATOR_NETWORKS-style list, canonical; unknown spellings dropped. */
-export function servedNetworks(spellings: readonly string[]): NetworkName[] {
-  return spellings.map((s) => canonicalNetwork(s)).filter((n): n is NetworkName => n !== undefined);
 }

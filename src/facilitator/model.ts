@@ -7,6 +7,7 @@
  * allowed: the wire format grows (extensions, outputSchema, ...).
  */
 import { type Static, Type as t } from "@sinclair/typebox";
+import { ValueErrorType } from "@sinclair/typebox/errors";
 import { Value } from "@sinclair/typebox/value";
 
 const Address = t.String({ pattern: "^0x[0-9a-fA-F]{40}$", description: "a 0x-prefixed 20-byte address" });
@@ -89,7 +90,9 @@ function firstError(schema: Parameters<typeof Value.Errors>[0], value: unknown, 
   if (!e) return `${prefix}: is invalid`;
   const path = e.path.replace(/^\//, "").replaceAll("/", ".");
   const what = (e.schema as { description?: string }).description;
-  return `${path ? `${prefix ? `${prefix}.` : ""}${path}` : prefix || "body"}: ${what ? `expected ${what}` : e.message.toLowerCase()}`;
+  const where = path ? `${prefix ? `${prefix}.` : ""}${path}` : prefix || "body";
+  if (e.type === ValueErrorType.ObjectRequiredProperty) return `${where}: missing${what ? ` (${what})` : ""}`;
+  return `${where}: ${what ? `expected ${what}` : e.message.toLowerCase()}`;
 }
 
 /**

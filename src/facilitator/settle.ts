@@ -68,7 +68,12 @@ function authorizationKey(a: Authorization) {
   return `${a.chainId}:${a.asset}:${a.payer}:${a.nonce}`.toLowerCase();
 }
 
-export function createSettler(relayer: Relayer, receiptTimeoutMs: number) {
+/** Where operators learn why a settlement failed on our side (relayer out of gas, RPC down). */
+export interface SettlementLog {
+  warn(fields: Record<string, unknown>, message: string): void;
+}
+
+export function createSettler(relayer: Relayer, receiptTimeoutMs: number, log?: SettlementLog) {
   const pending = new PendingTransactions();
   const inFlight = new Set<string>();
 
@@ -113,10 +118,14 @@ export function createSettler(relayer: Relayer, receiptTimeoutMs: number) {
       // Timed out, or the RPC stopped answering: the transaction may still land. Remember it so
       // a retry of this authorization waits for it rather than sending a second one.
       pending.set(key, hash);
+      log?.warn({ transaction: hash, payer: a.payer, timeoutMs: receiptTimeoutMs }, "settlement: no receipt in time");
       return { success: false, errorReason: Reason.settlementPending, ...answer };
     }
     pending.delete(key);
-    if (receipt.status !== "success") return { success: false, errorReason: Reason.transactionFailed, ...answer };
+    if (receipt.status !== "success") {
+      log?.warn({ transaction: hash, payer: a.payer }, "settlement: transaction reverted");
+      return { success: false, errorReason: Reason.transactionFailed, ...answer };
+    }
     if (!transferred(receipt, a)) return { success: false, errorReason: Reason.transferEventMismatch, ...answer };
     return { success: true, ...answer };
   }
@@ -148,6 +157,9 @@ export function createSettler(relayer: Relayer, receiptTimeoutMs: number) {
         const message = e instanceof BaseError ? `${e.shortMessage} ${e.details ?? ""}` : String(e);
         const reason = reasonFromRevert(message);
         if (reason) return failed(reason);
+        // The relayer's problem, not the payment's (no gas, RPC down): the operator must see it.
+        // shortMessage only: details can carry the RPC URL, and with it an API key.
+        log?.warn({ payer: a.payer, error: e instanceof BaseError ? e.shortMessage : "unknown" }, "settlement: could not submit");
         throw new FacilitatorUnavailableError("could not submit the settlement transaction");
       }
       return await outcome(key, hash, checked.payment, network);

@@ -53,9 +53,21 @@ function paymentRequired(item: PricedContent, head: boolean): Response {
   return new Response(head ? null : item.required.body, { status: 402, headers });
 }
 
+/** 403 bodies per offer and reason, built once: rejecting a forged proof should cost next to nothing. */
+const refusals = new WeakMap<PricedContent["required"], Map<string, { body: string; headers: Record<string, string> }>>();
+
 function refused(item: PricedContent, x402Version: 1 | 2, r: ProofRejection, head: boolean): Response {
-  const { body, header } = rejectionPayload(item.required, x402Version, r.reason, r.message);
-  return json(403, JSON.stringify(body), { "PAYMENT-REQUIRED": header, "Cache-Control": "no-store" }, head);
+  let byReason = refusals.get(item.required);
+  if (!byReason) refusals.set(item.required, (byReason = new Map()));
+  const key = `${x402Version}|${r.reason}|${r.message}`;
+  let cached = byReason.get(key);
+  if (!cached) {
+    const { body, header } = rejectionPayload(item.required, x402Version, r.reason, r.message);
+    cached = { body: JSON.stringify(body), headers: { "Content-Type": "application/json", ...CORS_HEADERS, "PAYMENT-REQUIRED": header, "Cache-Control": "no-store" } };
+    // Reasons come from a small fixed set (ours and the facilitator's); bound it anyway.
+    if (byReason.size < 256) byReason.set(key, cached);
+  }
+  return new Response(head ? null : cached.body, { status: 403, headers: cached.headers });
 }
 
 /** A single `bytes=a-b` range; multi-range requests are answered whole. */
@@ -140,7 +152,7 @@ export function gatewayModule(deps: AppDeps) {
     const matched = await matchAndCheck(proof, item.required.accepts, nowSeconds());
     if (!matched.ok) {
       // The price may have changed since this proof was settled: a paid proof still serves.
-      const again = matched.ok === false && matched.rejection.reason !== Reasons.signature ? alreadyPaid(item, proof) : undefined;
+      const again = matched.rejection.reason !== Reasons.signature ? alreadyPaid(item, proof) : undefined;
       if (again?.kind === "paid") return fileResponse(item, request, receiptHeader(proof.x402Version, again.receipt), head);
       return refused(item, proof.x402Version, matched.rejection, head);
     }

@@ -103,7 +103,8 @@ export function createSettler(deps: SettlerDeps) {
         deps.log?.info({ cid: attempt.cid, payer: proof.from, reason }, "settlement failed");
         return { kind: "refused", reason, message: "the payment could not be settled" };
       }
-      const payment = markSettled(deps.db, row.id, settled.transaction);
+      // Only a pending row is marked; a row released meanwhile (it cannot be, within the bounds) is recorded anyway.
+      const payment = markSettled(deps.db, row.id, settled.transaction) ?? { ...row, state: "settled" as const, txHash: settled.transaction };
       deps.log?.info({ cid: attempt.cid, payer: proof.from, network: requirement.network, amount: payment.amount, tx: settled.transaction }, "payment settled");
       const receipt = buildReceipt(proof.x402Version, requirement.network, settled.transaction, proof.from);
       return { kind: "paid", payment, receipt, newCharge: true, timings };

@@ -90,14 +90,17 @@ export const UpdateInstructionBody = T.Object(
 );
 export type UpdateInstructionBody = Static<typeof UpdateInstructionBody>;
 
+// No `format` on answered fields: responses are validated, and the uuid and
+// date-time format checks cost ~5 µs per instruction (a 1000-item page took 9 ms
+// instead of 2 ms); the descriptions carry the same information for the docs.
 export const PaymentInstruction = T.Object({
-  id: T.String({ format: "uuid", description: "UUIDv7" }),
+  id: T.String({ description: "UUIDv7" }),
   version: T.Integer({ minimum: 1, description: "1 at creation, +1 on each update that changes something" }),
   name: T.String(),
   description: T.Optional(T.String()),
   payment_requirements: T.Array(PaymentRequirement),
-  created_at: T.String({ format: "date-time" }),
-  updated_at: T.String({ format: "date-time" }),
+  created_at: T.String({ description: "ISO 8601 UTC" }),
+  updated_at: T.String({ description: "ISO 8601 UTC" }),
   source: T.String({
     description: '"api", or "file:<pricing file>#<key>" when declared in a pricing YAML file (then read-only here)',
   }),
@@ -116,7 +119,7 @@ export const InstructionListResponse = T.Object({
 export const CidAssociation = T.Object({
   payment_instruction_id: T.String(),
   cid: T.String({ description: "normalized: CIDv1 in base32, CIDv0 as Qm..." }),
-  created_at: T.String({ format: "date-time" }),
+  created_at: T.String({ description: "ISO 8601 UTC" }),
 });
 export type CidAssociation = Static<typeof CidAssociation>;
 

@@ -106,23 +106,24 @@ export function claimPayment(db: Db, claim: PaymentClaim, options: { staleBefore
   });
 }
 
-export function markSettled(db: Db, id: number, txHash: string): Payment {
+/** Marks a pending row settled; undefined when the row was not pending. */
+export function markSettled(db: Db, id: number, txHash: string): Payment | undefined {
   return db
     .update(payments)
     .set({ state: "settled", txHash, error: null, updatedAt: nowIso() })
     .where(and(eq(payments.id, id), eq(payments.state, "pending")))
     .returning()
-    .get() as Payment;
+    .get();
 }
 
 /** Releases a claim: the authorization was not spent and may be presented again. */
-export function markFailed(db: Db, id: number, error: string): Payment {
+export function markFailed(db: Db, id: number, error: string): Payment | undefined {
   return db
     .update(payments)
     .set({ state: "failed", error: error.slice(0, 500), updatedAt: nowIso() })
     .where(and(eq(payments.id, id), eq(payments.state, "pending")))
     .returning()
-    .get() as Payment;
+    .get();
 }
 
 export interface PaymentFilter {

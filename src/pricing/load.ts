@@ -13,7 +13,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { ValueErrorType } from "@sinclair/typebox/errors";
-import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument, type Document, visit } from "yaml";
+import { isDocument, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument, type Document, visit } from "yaml";
 import { canonicalNetwork, usdcAddress } from "../chain/networks";
 import { canonicalCid } from "../content/cid";
 import { relativePathProblem } from "../content/paths";
@@ -130,9 +130,14 @@ const RULES: Partial<Record<ValueErrorType, string>> = {
   [ValueErrorType.ArrayMaxItems]: "count",
 };
 
-/** Where a path in the document is: the key itself when `onKey`, else the value; the nearest existing ancestor otherwise. */
-function locate(doc: Document, path: readonly (string | number)[], onKey = false): number {
-  let node: unknown = doc.contents;
+/**
+ * Offset of a path below `start` (the document's root by default): the key
+ * itself when `onKey`, else the value; the nearest existing ancestor when the
+ * path does not exist. Start from the instruction's own node: looking an
+ * instruction up by key in a map of thousands would make a load quadratic.
+ */
+function locate(start: Document | unknown, path: readonly (string | number)[], onKey = false): number {
+  let node: unknown = isDocument(start) ? start.contents : start;
   let offset = (node as Node | null)?.range?.[0] ?? 0;
   for (let i = 0; i < path.length; i++) {
     const seg = path[i];
@@ -153,9 +158,6 @@ function locate(doc: Document, path: readonly (string | number)[], onKey = false
   return offset;
 }
 
-function has(doc: Document, path: readonly (string | number)[]): boolean {
-  return doc.hasIn(path);
-}
 
 /** Parses and checks one file. Pure: the same text and environment give the same result. */
 export function parsePricingFile(
@@ -182,7 +184,7 @@ export function parsePricingFile(
   if (errors.length) return result;
 
   // ${VAR} in values (never in keys), on the syntax tree so positions stay exact.
-  visit(doc, {
+  if (text.includes("${")) visit(doc, {
     Scalar(key, node) {
       if (key === "key" || typeof node.value !== "string" || !node.value.includes("${")) return;
       node.value = node.value.replace(ENV_REF, (whole, escaped: string, name: string) => {
@@ -229,29 +231,42 @@ export function parsePricingFile(
   }
 
   const defaults = data.defaults ?? {};
+  const instructionsNode = (doc.contents as unknown as { get?: (k: string, keep: true) => unknown })?.get?.("instructions", true);
+  const nodes = new Map<string, { key: unknown; value: unknown }>();
+  if (isMap(instructionsNode)) for (const pair of instructionsNode.items) if (isScalar(pair.key)) nodes.set(String(pair.key.value), pair);
+
   for (const [key, inst] of Object.entries(data.instructions ?? {})) {
     if (!keyPattern.test(key)) continue; // reported above by the schema
     const base = ["instructions", key];
+    const pair = nodes.get(key);
+    const node = pair?.value;
+    const keyOffset = (pair?.key as Node | undefined)?.range?.[0] ?? 0;
+    /** Offset of a path inside this instruction. */
+    const loc = (rel: readonly (string | number)[], onKey = false) => (rel.length === 0 ? keyOffset : locate(node, rel, onKey));
     const before = errors.length;
     const requirementInputs = inst.payment_requirements.map((req, i) => {
-      const here = [...base, "payment_requirements", i];
+      const rel = ["payment_requirements", i];
+      const here = [...base, ...rel];
       const network = req.network ?? defaults.network;
       const payTo = req.pay_to ?? defaults.pay_to;
-      if (network === undefined) problem(locate(doc, here), "required", `${here.join(".")}: network is required (here or in defaults)`);
-      if (payTo === undefined) problem(locate(doc, here), "required", `${here.join(".")}: pay_to is required (here or in defaults)`);
+      if (network === undefined) problem(loc(rel), "required", `${here.join(".")}: network is required (here or in defaults)`);
+      if (payTo === undefined) problem(loc(rel), "required", `${here.join(".")}: pay_to is required (here or in defaults)`);
       let amount: string | undefined;
       if (req.price !== undefined && req.amount !== undefined) {
-        problem(locate(doc, [...here, "amount"], true), "price-or-amount", `${here.join(".")}: give either price or amount, not both`);
+        problem(loc([...rel, "amount"], true), "price-or-amount", `${here.join(".")}: give either price or amount, not both`);
       } else if (req.price !== undefined) {
         const r = priceToAmount(req.price);
-        if ("error" in r) problem(locate(doc, [...here, "price"]), "price", `${here.join(".")}.price: ${r.error}`);
+        if ("error" in r) problem(loc([...rel, "price"]), "price", `${here.join(".")}.price: ${r.error}`);
         else amount = r.amount;
       } else if (req.amount !== undefined) {
         // A YAML integer past 2^53 has lost digits in toJS: take the text as written.
-        const node = doc.getIn([...here, "amount"], true);
-        amount = isScalar(node) && typeof node.source === "string" && /^\d+$/.test(node.source) ? node.source : String(req.amount);
+        const amountNode = isMap(node) ? (node.getIn([...rel, "amount"], true) as unknown) : undefined;
+        amount =
+          isScalar(amountNode) && typeof amountNode.source === "string" && /^\d+$/.test(amountNode.source)
+            ? amountNode.source
+            : String(req.amount);
       } else {
-        problem(locate(doc, here), "price-or-amount", `${here.join(".")}: give a price ("$0.05") or an amount in the smallest unit`);
+        problem(loc(rel), "price-or-amount", `${here.join(".")}: give a price ("$0.05") or an amount in the smallest unit`);
       }
       const canonical = network === undefined ? undefined : canonicalNetwork(network);
       return {
@@ -265,18 +280,18 @@ export function parsePricingFile(
     });
     if (errors.length > before) continue;
 
-    const normalized = normalizeRequirements(requirementInputs, opts.settings, "payment_requirements");
+    const normalized = normalizeCached(requirementInputs, opts.settings);
     if (!normalized.ok) {
       for (const fe of normalized.errors) {
         const segs = fe.path.split(".").map((s) => (/^\d+$/.test(s) ? Number(s) : s));
-        const full = [...base, ...segs];
         // A value inherited from `defaults` is wrong where it is written.
         const field = segs[2];
-        const target =
-          typeof field === "string" && !has(doc, full) && (field === "network" || field === "pay_to") && has(doc, ["defaults", field])
-            ? ["defaults", field]
-            : full;
-        problem(locate(doc, target), "requirement", `${base.join(".")}.${fe.path}: ${fe.message}`);
+        const inherited =
+          typeof field === "string" &&
+          (field === "network" || field === "pay_to") &&
+          !(isMap(node) && node.hasIn(segs)) &&
+          doc.hasIn(["defaults", field]);
+        problem(inherited ? locate(doc, ["defaults", field]) : loc(segs), "requirement", `${base.join(".")}.${fe.path}: ${fe.message}`);
       }
       continue;
     }
@@ -284,7 +299,7 @@ export function parsePricingFile(
     const cids: CidClaim[] = [];
     const seenCids = new Set<string>();
     (inst.cids ?? []).forEach((text, i) => {
-      const offset = locate(doc, [...base, "cids", i]);
+      const offset = loc(["cids", i]);
       const cid = canonicalCid(text.trim());
       if (!cid) return void problem(offset, "cid", `${base.join(".")}.cids.${i}: "${text}" is not a CID (v0 Qm... or v1)`);
       if (!seenCids.has(cid)) {
@@ -294,7 +309,7 @@ export function parsePricingFile(
     });
     const files: FilePattern[] = [];
     (inst.files ?? []).forEach((pattern, i) => {
-      const offset = locate(doc, [...base, "files", i]);
+      const offset = loc(["files", i]);
       const why = relativePathProblem(pattern.replace(/^\.\//, ""));
       if (why) return void problem(offset, "files", `${base.join(".")}.files.${i}: "${pattern}" ${why}`);
       files.push({ pattern, glob: new Bun.Glob(pattern.replace(/^\.\//, "")), at: at(offset) });
@@ -304,13 +319,31 @@ export function parsePricingFile(
     result.instructions.push({
       source: `file:${path}#${key}`,
       key,
-      at: at(locate(doc, base, true)),
+      at: at(keyOffset),
       name: inst.name,
       description: inst.description ?? null,
       requirements: normalized.value,
       cids,
       files,
     });
+  }
+  return result;
+}
+
+/**
+ * normalizeRequirements is pure and most instructions share a few requirement
+ * lists (same wallet, a handful of prices), so results are reused within and
+ * across loads; checksumming addresses is the costly part.
+ */
+const normalizeCache = new Map<string, ReturnType<typeof normalizeRequirements>>();
+
+function normalizeCached(inputs: unknown[], settings: LoadOptions["settings"]) {
+  const key = `${settings.usdcAddressBase ?? ""}|${settings.usdcAddressBaseSepolia ?? ""}|${JSON.stringify(inputs)}`;
+  let result = normalizeCache.get(key);
+  if (!result) {
+    if (normalizeCache.size >= 10_000) normalizeCache.clear();
+    result = normalizeRequirements(inputs, settings, "payment_requirements");
+    normalizeCache.set(key, result);
   }
   return result;
 }

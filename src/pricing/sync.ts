@@ -10,10 +10,8 @@
  * directly because a reconcile is a bulk set-difference; the rules for what a
  * valid requirement is stay in instructions/requirements.ts.
  */
-import { eq, inArray, like } from "drizzle-orm";
+import type { Database } from "bun:sqlite";
 import type { Db } from "../db/client";
-import { cidMappings, paymentInstructions } from "../db/schema";
-import type { StoredRequirement } from "../instructions/requirements";
 import type { DesiredInstruction, PricingProblem } from "./load";
 
 export interface InstructionChange {
@@ -42,11 +40,6 @@ function canonicalJson(value: unknown): string {
   );
 }
 
-/** SQLite allows a bounded number of bound values per statement. */
-function* chunks<T>(items: T[], size = 400): Generator<T[]> {
-  for (let i = 0; i < items.length; i += size) yield items.slice(i, i + size);
-}
-
 export function emptyChanges(): SyncChanges {
   return { created: [], updated: [], deleted: [], cidsAttached: 0, cidsDetached: 0 };
 }
@@ -62,46 +55,22 @@ export function changed(c: SyncChanges): boolean {
  */
 export function reconcile(db: Db, desired: readonly DesiredInstruction[], now = new Date()): SyncResult {
   const stamp = now.toISOString();
-  return db.transaction((tx) => {
-    const existing = tx
-      .select({
-        id: paymentInstructions.id,
-        version: paymentInstructions.version,
-        name: paymentInstructions.name,
-        description: paymentInstructions.description,
-        requirements: paymentInstructions.requirements,
-        source: paymentInstructions.source,
-      })
-      .from(paymentInstructions)
-      .where(like(paymentInstructions.source, "file:%"))
-      .all();
+  const q = statements(db);
+  return db.sqlite.transaction((): SyncResult => {
+    const existing = q.fileInstructions.all();
     const bySource = new Map(existing.map((row) => [row.source, row]));
     const fileIds = new Set(existing.map((row) => row.id));
 
     // Current CID -> instruction for file-made instructions.
     const mapped = new Map<string, string>();
-    for (const row of tx
-      .select({ cid: cidMappings.cid, instructionId: cidMappings.instructionId })
-      .from(cidMappings)
-      .innerJoin(paymentInstructions, eq(paymentInstructions.id, cidMappings.instructionId))
-      .where(like(paymentInstructions.source, "file:%"))
-      .all()) {
-      mapped.set(row.cid, row.instructionId);
-    }
+    for (const row of q.fileMappings.all()) mapped.set(row.cid, row.instructionId);
 
     // A CID not mapped by a file instruction may belong to an API instruction: that refuses the reload.
     const errors: PricingProblem[] = [];
-    const ownerOf = (cid: string) =>
-      tx
-        .select({ id: paymentInstructions.id, name: paymentInstructions.name })
-        .from(cidMappings)
-        .innerJoin(paymentInstructions, eq(paymentInstructions.id, cidMappings.instructionId))
-        .where(eq(cidMappings.cid, cid))
-        .get();
     for (const inst of desired) {
       for (const claim of inst.cids) {
         if (mapped.has(claim.cid)) continue;
-        const other = ownerOf(claim.cid);
+        const other = q.ownerOf.get(claim.cid);
         if (other && !fileIds.has(other.id)) {
           errors.push({
             ...claim.at,
@@ -111,7 +80,7 @@ export function reconcile(db: Db, desired: readonly DesiredInstruction[], now = 
         }
       }
     }
-    if (errors.length) return { ok: false, errors } as const;
+    if (errors.length) return { ok: false, errors };
 
     const changes = emptyChanges();
     const wanted = new Set(desired.map((d) => d.source));
@@ -119,33 +88,21 @@ export function reconcile(db: Db, desired: readonly DesiredInstruction[], now = 
 
     // 1. Instructions no file declares any more go, with their CID mappings.
     const gone = existing.filter((row) => !wanted.has(row.source));
-    const goneIds = gone.map((row) => row.id);
-    for (const part of chunks(goneIds)) {
-      tx.delete(cidMappings).where(inArray(cidMappings.instructionId, part)).run();
-      tx.delete(paymentInstructions).where(inArray(paymentInstructions.id, part)).run();
-    }
+    const goneIds = new Set(gone.map((row) => row.id));
     for (const row of gone) {
+      q.detachAll.run(row.id);
+      q.remove.run(row.id);
       changes.deleted.push({ id: row.id, source: row.source, name: row.name, version: row.version });
-      fileIds.delete(row.id);
     }
 
     // 2. Created and updated instructions.
-    const inserts: (typeof paymentInstructions.$inferInsert)[] = [];
     for (const inst of desired) {
+      const json = JSON.stringify(inst.requirements);
       const row = bySource.get(inst.source);
       if (!row) {
         const id = Bun.randomUUIDv7();
         ids.set(inst.source, id);
-        inserts.push({
-          id,
-          version: 1,
-          name: inst.name,
-          description: inst.description,
-          requirements: inst.requirements,
-          source: inst.source,
-          createdAt: stamp,
-          updatedAt: stamp,
-        });
+        q.insert.run(id, inst.name, inst.description, json, inst.source, stamp, stamp);
         changes.created.push({ id, source: inst.source, name: inst.name, version: 1 });
         continue;
       }
@@ -153,21 +110,12 @@ export function reconcile(db: Db, desired: readonly DesiredInstruction[], now = 
       const same =
         row.name === inst.name &&
         (row.description ?? null) === inst.description &&
-        canonicalJson(row.requirements as StoredRequirement[]) === canonicalJson(inst.requirements);
+        // Same text is the common case; key order written by someone else still counts as the same.
+        (row.requirements === json || canonicalJson(JSON.parse(row.requirements)) === canonicalJson(inst.requirements));
       if (same) continue;
-      tx.update(paymentInstructions)
-        .set({
-          name: inst.name,
-          description: inst.description,
-          requirements: inst.requirements,
-          version: row.version + 1,
-          updatedAt: stamp,
-        })
-        .where(eq(paymentInstructions.id, row.id))
-        .run();
+      q.update.run(inst.name, inst.description, json, row.version + 1, stamp, row.id);
       changes.updated.push({ id: row.id, source: inst.source, name: inst.name, version: row.version + 1 });
     }
-    for (const part of chunks(inserts, 100)) tx.insert(paymentInstructions).values(part).run();
 
     // 3. CID mappings: detach what moved or went, then attach what is new.
     const want = new Map<string, { id: string; source: string }>();
@@ -175,26 +123,69 @@ export function reconcile(db: Db, desired: readonly DesiredInstruction[], now = 
       const id = ids.get(inst.source)!;
       for (const claim of inst.cids) want.set(claim.cid, { id, source: inst.source });
     }
-    const goneSet = new Set(goneIds);
-    const detach: string[] = [];
     for (const [cid, id] of mapped) {
-      if (goneSet.has(id)) {
-        changes.cidsDetached++; // already removed with its instruction
-        continue;
+      if (goneIds.has(id)) {
+        changes.cidsDetached++; // removed with its instruction above
+      } else if (want.get(cid)?.id !== id) {
+        q.detach.run(cid);
+        changes.cidsDetached++;
       }
-      if (want.get(cid)?.id !== id) detach.push(cid);
     }
-    for (const part of chunks(detach)) tx.delete(cidMappings).where(inArray(cidMappings.cid, part)).run();
-    changes.cidsDetached += detach.length;
-
-    const attach: (typeof cidMappings.$inferInsert)[] = [];
     for (const [cid, target] of want) {
       if (mapped.get(cid) === target.id) continue;
-      attach.push({ cid, instructionId: target.id, source: target.source, createdAt: stamp });
+      q.attach.run(cid, target.id, target.source, stamp);
+      changes.cidsAttached++;
     }
-    for (const part of chunks(attach, 200)) tx.insert(cidMappings).values(part).run();
-    changes.cidsAttached += attach.length;
+    return { ok: true, changes };
+  })();
+}
 
-    return { ok: true, changes } as const;
-  });
+interface InstructionRow {
+  id: string;
+  version: number;
+  name: string;
+  description: string | null;
+  requirements: string;
+  source: string;
+}
+
+/**
+ * Plain prepared statements rather than drizzle's builder: a cold reconcile
+ * writes tens of thousands of rows and building each statement costs more
+ * than running it. Column names follow db/schema.ts.
+ */
+function buildStatements(sql: Database) {
+  return {
+    fileInstructions: sql.query<InstructionRow, []>(
+      "SELECT id, version, name, description, requirements, source FROM payment_instructions WHERE source LIKE 'file:%'",
+    ),
+    fileMappings: sql.query<{ cid: string; instructionId: string }, []>(
+      `SELECT m.cid AS cid, m.instruction_id AS instructionId FROM cid_mappings m
+       JOIN payment_instructions p ON p.id = m.instruction_id WHERE p.source LIKE 'file:%'`,
+    ),
+    ownerOf: sql.query<{ id: string; name: string }, [string]>(
+      "SELECT p.id AS id, p.name AS name FROM cid_mappings m JOIN payment_instructions p ON p.id = m.instruction_id WHERE m.cid = ?",
+    ),
+    insert: sql.query<never, [string, string, string | null, string, string, string, string]>(
+      `INSERT INTO payment_instructions (id, version, name, description, requirements, source, created_at, updated_at)
+       VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7)`,
+    ),
+    update: sql.query<never, [string, string | null, string, number, string, string]>(
+      "UPDATE payment_instructions SET name = ?1, description = ?2, requirements = ?3, version = ?4, updated_at = ?5 WHERE id = ?6",
+    ),
+    remove: sql.query<never, [string]>("DELETE FROM payment_instructions WHERE id = ?"),
+    detachAll: sql.query<never, [string]>("DELETE FROM cid_mappings WHERE instruction_id = ?"),
+    detach: sql.query<never, [string]>("DELETE FROM cid_mappings WHERE cid = ?"),
+    attach: sql.query<never, [string, string, string, string]>(
+      "INSERT INTO cid_mappings (cid, instruction_id, source, created_at) VALUES (?, ?, ?, ?)",
+    ),
+  };
+}
+
+const prepared = new WeakMap<Db, ReturnType<typeof buildStatements>>();
+
+function statements(db: Db) {
+  let s = prepared.get(db);
+  if (!s) prepared.set(db, (s = buildStatements(db.sqlite)));
+  return s;
 }

@@ -65,7 +65,7 @@ test("`cidgate devnet` writes its JSON, `cidgate facilitator --devnet` serves on
 
   const facilitator = cidgate(["facilitator", "--devnet", out], { FACILITATOR_PORT: "0", RPC_URL: "", RELAYER_PRIVATE_KEY: "" });
   const [, url] = await readUntil(facilitator, /listening on (http:\/\/[\d.:]+)/);
-  const supported = await (await fetch(`${url}/supported`)).json();
+  const supported = (await (await fetch(`${url}/supported`)).json()) as any;
   expect(supported.kinds).toContainEqual({ x402Version: 2, scheme: "exact", network: "eip155:84532" });
   expect(supported.signers["eip155:*"]).toEqual([d.relayer.address]);
 

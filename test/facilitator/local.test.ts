@@ -210,6 +210,24 @@ describe("settlement under load and faults", () => {
     await expect(f.settle(req)).rejects.toBeInstanceOf(FacilitatorUnavailableError);
   });
 
+  test("a relayer without gas: unavailable (the gateway's 500), logged for the operator, no transfer", async () => {
+    const warnings: string[] = [];
+    const broke = createLocalFacilitator({
+      rpcUrl: devnet.rpcUrl,
+      relayerPrivateKey: generatePrivateKey(),
+      settings: { receiptTimeoutSeconds: 5, facilitatorNetworks: ["base-sepolia"] },
+      log: { warn: (_fields, message) => warnings.push(message) },
+    });
+    const req = await payment(devnet);
+    const sellerBefore = await balances(devnet)(devnet.seller.address);
+    expect(await broke.verify(req)).toMatchObject({ isValid: true });
+    await expect(broke.settle(req)).rejects.toBeInstanceOf(FacilitatorUnavailableError);
+    expect(warnings).toEqual(["settlement: could not submit"]);
+    expect(await balances(devnet)(devnet.seller.address)).toBe(sellerBefore);
+    // The authorization is still good: a working relayer settles it.
+    expect(await facilitator.settle(req)).toMatchObject({ success: true });
+  });
+
   test("supported lists v1 and v2 kinds of the served networks and the relayer", async () => {
     const s = await make({ networks: ["base-sepolia"] }).supported();
     expect(s.kinds).toEqual([

@@ -86,6 +86,8 @@ describe("paying on the local chain", () => {
     const head = await fetch(url("article.md"), { method: "HEAD", headers: { "X-PAYMENT": p.header } });
     expect(head.status).toBe(200);
     expect(head.headers.get("x-payment-response")).toBeTruthy();
+    expect(head.headers.get("content-length")).toBe(String(Buffer.byteLength(ARTICLE)));
+    expect(await head.text()).toBe("");
 
     // The same proof for another CID is refused.
     const replay = await fetch(url("other.txt"), { headers: { "X-PAYMENT": p.header } });
@@ -137,6 +139,26 @@ describe("paying on the local chain", () => {
     expect(settleCalls - calls).toBe(1);
     expect(await stack.balanceOf(payer)).toBe(before - 10000n);
     expect(stack.db.sqlite.query("SELECT count(*) AS n FROM payments WHERE nonce = ?").get(p.nonce.toLowerCase())).toEqual({ n: 1 });
+  });
+});
+
+describe("a price change after payment", () => {
+  test("a paid proof still serves its CID; new proofs must pay the new price", async () => {
+    const { updateInstruction, getInstruction } = await import("../../src/instructions/service");
+    const p = await proof(0, 1);
+    expect((await fetch(url("third.txt"), { headers: { "X-PAYMENT": p.header } })).status).toBe(200);
+    const current = getInstruction(stack.db, stack.instruction.id);
+    updateInstruction(stack.db, current.id, { requirements: [{ ...current.requirements[0], amount: "20000" }] });
+    try {
+      const again = await fetch(url("third.txt"), { headers: { "X-PAYMENT": p.header } });
+      expect(again.status).toBe(200);
+      expect(await again.text()).toBe("third\n");
+      const cheap = await fetch(url("third.txt"), { headers: { "X-PAYMENT": (await proof(0, 1)).header } });
+      expect(cheap.status).toBe(403);
+      expect(((await cheap.json()) as any).reason).toBe("invalid_exact_evm_payload_authorization_value");
+    } finally {
+      updateInstruction(stack.db, current.id, { requirements: current.requirements });
+    }
   });
 });
 

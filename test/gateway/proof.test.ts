@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { decodeProof, matchAndCheck, Reasons } from "../../src/gateway/proof";
+import { hashTypedData } from "viem";
+import { authorizationDigest, decodeProof, matchAndCheck, Reasons } from "../../src/gateway/proof";
 import { buildPaymentRequired } from "../../src/gateway/requirements";
 import { newAccount, signProof } from "./fixtures";
 
@@ -135,5 +136,36 @@ describe("matchAndCheck", () => {
     const { payload } = await signProof({ version: 1, account: buyer, asset: USDC_SEPOLIA, payTo: seller, amount: "10000" });
     const d = decodeProof(Buffer.from(JSON.stringify({ ...payload, scheme: "upto" })).toString("base64"));
     expect(d.ok && reasonOf(await matchAndCheck(d.value, required.accepts))).toBe(Reasons.unsupportedScheme);
+  });
+});
+
+describe("authorizationDigest", () => {
+  test("equals viem's generic EIP-712 hash on both networks", async () => {
+    for (const [network, asset, name, chainId] of [
+      ["base-sepolia", USDC_SEPOLIA, "USDC", 84532],
+      ["base", USDC_BASE, "USD Coin", 8453],
+    ] as const) {
+      const { header } = await signProof({ version: 1, account: buyer, asset, payTo: seller, amount: "123456789", network });
+      const d = decodeProof(header);
+      if (!d.ok) throw new Error("decode");
+      const p = d.value;
+      expect(authorizationDigest(p, { network, asset })).toBe(
+        hashTypedData({
+          domain: { name, version: "2", chainId, verifyingContract: asset },
+          types: {
+            TransferWithAuthorization: [
+              { name: "from", type: "address" },
+              { name: "to", type: "address" },
+              { name: "value", type: "uint256" },
+              { name: "validAfter", type: "uint256" },
+              { name: "validBefore", type: "uint256" },
+              { name: "nonce", type: "bytes32" },
+            ],
+          },
+          primaryType: "TransferWithAuthorization",
+          message: { from: p.from, to: p.to, value: p.value, validAfter: p.validAfter, validBefore: p.validBefore, nonce: p.nonce },
+        }),
+      );
+    }
   });
 });

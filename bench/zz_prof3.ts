@@ -1,0 +1,22 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openDb } from "../src/db/client";
+import { loadPricing } from "../src/pricing/load";
+import { reconcile } from "../src/pricing/sync";
+import { loadSettings } from "../src/settings";
+const PAY_TO = "0x1111111111111111111111111111111111111111";
+const base = mkdtempSync(join(tmpdir(), "zz-")); const configDir = join(base, "config"); mkdirSync(configDir);
+import { CID } from "multiformats/cid"; import * as raw from "multiformats/codecs/raw"; import { sha256 } from "multiformats/hashes/sha2";
+const CIDS = await Promise.all(Array.from({length: 10000}, async (_, i) => CID.createV1(raw.code, await sha256.digest(new TextEncoder().encode("x" + i))).toString()));
+let n = 0;
+for (let f = 0; f < 10; f++) { const out = [`defaults:`, `  network: base-sepolia`, `  pay_to: "${PAY_TO}"`, `instructions:`];
+  for (let i = 0; i < 1000; i++, n++) out.push(`  item-${n}:`, `    name: Item ${n}`, `    description: Example item number ${n}`, `    payment_requirements:`, `      - price: "$0.${String(10 + (n % 80)).padStart(2, "0")}"`, `    cids: [${CIDS[n]}]`);
+  writeFileSync(join(configDir, `p${f}.yaml`), out.join("\n")); }
+const settings = { ...loadSettings({}), configDir };
+const db = openDb(join(base, "db.sqlite"));
+let t = performance.now();
+const loaded = loadPricing({ configDir, settings, env: {}, content: [] });
+console.log("load", performance.now() - t, loaded.errors.slice(0, 2)); t = performance.now();
+const r = reconcile(db, loaded.instructions);
+console.log("reconcile", performance.now() - t, r.ok);
