@@ -71,7 +71,7 @@ export function createHttpFacilitator(options: HttpFacilitatorOptions): Facilita
           await response.body?.cancel();
           if (!location) throw new FacilitatorUnavailableError(`facilitator ${endpoint}: redirect without a location`);
           const next = new URL(location, target);
-          if (seen.has(next.href)) throw new FacilitatorUnavailableError(`facilitator ${endpoint}: redirect loop at ${next.origin}${next.pathname}`);
+          if (seen.has(next.href)) throw new FacilitatorUnavailableError(`facilitator ${endpoint}: redirect loop`);
           if (hop + 1 >= MAX_REDIRECTS) throw new FacilitatorUnavailableError(`facilitator ${endpoint}: more than ${MAX_REDIRECTS} redirects`);
           target = next;
           continue;

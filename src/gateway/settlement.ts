@@ -110,7 +110,9 @@ export function createSettler(deps: SettlerDeps) {
       return { kind: "paid", payment, receipt, newCharge: true, timings };
     } catch (error) {
       const message = error instanceof FacilitatorUnavailableError ? error.message : "facilitator error";
-      deps.log?.warn({ cid: attempt.cid, reason: error instanceof Error ? error.message : String(error) }, "payment not settled: facilitator unavailable");
+      // RPC and facilitator URLs may carry API keys: never log them.
+      const reason = (error instanceof Error ? error.message : String(error)).split("\n")[0].replace(/\b\w+:\/\/\S+/g, "<url>").slice(0, 300);
+      deps.log?.warn({ cid: attempt.cid, reason }, "payment not settled: facilitator unavailable");
       // Released: the authorization was not spent (as far as we know) and may be presented again.
       markFailed(deps.db, row.id, message);
       return { kind: "unavailable", message };

@@ -37,7 +37,9 @@ const started = new WeakMap<Request, { requestId: string; startedAt: number }>()
 export function requestLogging(log: Logger) {
   return new Elysia({ name: "request-logging" })
     .onRequest(({ request, set }) => {
-      const requestId = request.headers.get("x-request-id")?.slice(0, 64) || crypto.randomUUID();
+      // A caller's id is kept only when it is short and plain, so it cannot smuggle anything into logs.
+      const given = request.headers.get("x-request-id");
+      const requestId = given && /^[\w.:-]{1,64}$/.test(given) ? given : crypto.randomUUID();
       set.headers["x-request-id"] = requestId;
       started.set(request, { requestId, startedAt: performance.now() });
     })

@@ -8,7 +8,7 @@
  * Lists use keyset pagination on the UUIDv7 id (newest first): no OFFSET scan,
  * and pages stay correct while rows are added or removed between calls.
  */
-import { and, asc, count, desc, eq, gt, inArray, lt, type SQL } from "drizzle-orm";
+import { and, asc, count, desc, eq, gt, inArray, lt, type SQL, sql } from "drizzle-orm";
 import { parseCid } from "../content/cid";
 import type { Db } from "../db/client";
 import { cidMappings, paymentInstructions } from "../db/schema";
@@ -78,16 +78,24 @@ function requireRow(db: Db, id: string) {
   return row;
 }
 
+/** The gateway asks on every paid request: one prepared statement per database, built once. */
+const byCidStatements = new WeakMap<Db, ReturnType<typeof prepareByCid>>();
+function prepareByCid(db: Db) {
+  return db
+    .select({ instruction: paymentInstructions })
+    .from(cidMappings)
+    .innerJoin(paymentInstructions, eq(paymentInstructions.id, cidMappings.instructionId))
+    .where(eq(cidMappings.cid, sql.placeholder("cid")))
+    .prepare();
+}
+
 /** The instruction a CID is attached to, for the gateway. Undefined for an unknown or invalid CID. */
 export function getInstructionForCid(db: Db, cid: string): InstructionRecord | undefined {
   const parsed = parseCid(cid);
   if (!parsed) return undefined;
-  const row = db
-    .select({ instruction: paymentInstructions })
-    .from(cidMappings)
-    .innerJoin(paymentInstructions, eq(paymentInstructions.id, cidMappings.instructionId))
-    .where(eq(cidMappings.cid, parsed.toString()))
-    .get();
+  let statement = byCidStatements.get(db);
+  if (!statement) byCidStatements.set(db, (statement = prepareByCid(db)));
+  const row = statement.get({ cid: parsed.toString() });
   return row ? toRecord(row.instruction) : undefined;
 }
 

@@ -147,5 +147,7 @@ describe("request log", () => {
     const res = await h.call("GET", PREFIX, { headers: { "x-request-id": "abc" } });
     expect(res.headers.get("x-request-id")).toBe("abc");
     expect((await h.call("GET", "/nope")).headers.get("x-request-id")).toBeTruthy();
+    const odd = await h.call("GET", PREFIX, { headers: { "x-request-id": "a b\"c" } });
+    expect(odd.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
   });
 });

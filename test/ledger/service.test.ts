@@ -65,8 +65,8 @@ describe("claims", () => {
     const c = claim();
     const { payment } = claimPayment(db, c);
     const settled = markSettled(db, payment.id, `0x${"ab".repeat(32)}`);
-    expect(settled.state).toBe("settled");
-    expect(settled.txHash).toBe(`0x${"ab".repeat(32)}`);
+    expect(settled?.state).toBe("settled");
+    expect(settled?.txHash).toBe(`0x${"ab".repeat(32)}`);
     const again = claimPayment(db, c);
     expect(again.claimed).toBe(false);
     expect(again.payment.state).toBe("settled");
@@ -75,7 +75,7 @@ describe("claims", () => {
   test("a failed (released) authorization can be claimed again, keeping one row", () => {
     const c = claim();
     const { payment } = claimPayment(db, c);
-    expect(markFailed(db, payment.id, "facilitator unreachable").state).toBe("failed");
+    expect(markFailed(db, payment.id, "facilitator unreachable")?.state).toBe("failed");
     const again = claimPayment(db, { ...c, cid: "bafkreianother" });
     expect(again.claimed).toBe(true);
     expect(again.payment.id).toBe(payment.id);

@@ -1,0 +1,391 @@
+/**
+ * The paid gateway under load, side by side with a bare Bun.serve, in one run:
+ *
+ *   1. the 402 path (no proof) vs a bare Bun.serve answering the same 402
+ *      (same status, headers, body): req/s and p99 at 64 connections;
+ *   2. forged proofs (bad signature, a distinct proof per request so no cache
+ *      helps): rejections/s, and zero facilitator calls;
+ *   3. a 100 MiB paid download vs bare Bun.file: throughput, peak RSS;
+ *   4. the paid request on the local chain, end to end, with the gateway's
+ *      own share (total - facilitator verify+settle) apart.
+ *
+ *   bun run bench:gateway              (npx bun bench/gateway.ts)
+ *   BENCH_SECONDS=5 BENCH_ROUNDS=3 BENCH_PAID=100 LOG_LEVEL=info   (defaults)
+ *
+ * Needs wrk (Debian/Ubuntu: `apt-get install -y wrk`; macOS: `brew install wrk`).
+ * Each server runs in its own process pinned to CPU 0; wrk, this process and
+ * anvil run on CPU 1 (taskset; unpinned without it). The servers log as
+ * production does (LOG_LEVEL, default info) to /dev/null. About two minutes;
+ * everything started here (anvil, both servers, wrk) is stopped at the end.
+ * Targets (issue 4, "## Performance"): see TARGETS below.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import { privateKeyToAccount } from "viem/accounts";
+import { startDevnet } from "../src/chain/devnet";
+import { authorizationFor, offerOf, paidProof, proofHeader, sign } from "./lib/proofs";
+import { haveTaskset, haveWrk, pinned, runWrk, type WrkResult } from "./lib/wrk";
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const PAID = Number(process.env.BENCH_PAID ?? 100);
+const CONNECTIONS = 64;
+const DOWNLOAD_CONNECTIONS = 4;
+const BIG_MIB = 100;
+/** Distinct forged proofs per version: more than the gateway's signature memo holds (10,000), so none is a cache hit. */
+const FORGED = 12_000;
+const SERVER_CPU = 0;
+const LOAD_CPU = 1;
+/** The whole run is bounded: past this, everything is stopped and the bench fails. */
+const DEADLINE_MS = 6 * 60_000;
+
+const TARGETS = {
+  rpsRatio: 0.7,
+  p99Ms: 5,
+  forgedPerSecond: 5000,
+  downloadRatio: 0.8,
+  rssMiB: 150,
+  gatewayShareP50Ms: 2,
+};
+
+if (!haveWrk()) {
+  console.error("bench:gateway needs wrk, the HTTP load generator.\n  Debian/Ubuntu: sudo apt-get update && sudo apt-get install -y wrk\n  macOS: brew install wrk");
+  process.exit(1);
+}
+if (!haveTaskset()) console.warn("taskset not found (util-linux): servers and load generator are not pinned; figures are less comparable.");
+
+function pin(pid: number, cpu: number) {
+  if (haveTaskset()) Bun.spawnSync(["taskset", "-cp", String(cpu), String(pid)], { stdout: "ignore", stderr: "ignore" });
+}
+
+// --- processes -------------------------------------------------------------
+
+interface Child {
+  proc: Subprocess<"pipe", "ignore", "pipe">;
+  ready: Record<string, any>;
+}
+
+const children = new Set<Subprocess>();
+
+/** Starts a bench server (bench/lib/*.ts) pinned to SERVER_CPU and waits for its READY line. */
+async function startChild(script: string, env: Record<string, string>, timeoutMs = 120_000): Promise<Child> {
+  const proc = Bun.spawn([...pinned(SERVER_CPU), process.execPath, join(import.meta.dir, "lib", script)], {
+    env: { ...process.env, ...env },
+    stdin: "pipe", // held open: the child exits when it closes
+    stdout: "ignore", // the app's request log goes nowhere, as a log to a file costs little more
+    stderr: "pipe",
+  });
+  children.add(proc);
+  const reader = proc.stderr.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  const timer = setTimeout(() => proc.kill("SIGKILL"), timeoutMs);
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`${script} exited before it was ready:\n${text}`);
+      text += decoder.decode(value, { stream: true });
+      const line = /^READY (.*)$/m.exec(text);
+      if (line) {
+        // Keep draining stderr so the child never blocks on a full pipe.
+        (async () => {
+          for (;;) {
+            const { value: more, done: end } = await reader.read().catch(() => ({ value: undefined, done: true }));
+            if (end) return;
+            const s = decoder.decode(more);
+            if (s.trim()) process.stderr.write(`[${script}] ${s}`);
+          }
+        })();
+        return { proc, ready: JSON.parse(line[1]) };
+      }
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function stopChild(proc: Subprocess) {
+  proc.kill("SIGTERM");
+  const gone = await Promise.race([proc.exited.then(() => true), Bun.sleep(3000).then(() => false)]);
+  if (!gone) {
+    proc.kill("SIGKILL");
+    await proc.exited;
+  }
+  children.delete(proc);
+}
+
+function memoryKiB(pid: number): { rss: number; hwm: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kib = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? Number.NaN);
+  return { rss: kib("VmRSS"), hwm: kib("VmHWM") };
+}
+
+/** Resets the peak-RSS mark (VmHWM) to the current RSS, so the next phase's peak is its own. */
+function resetPeak(pid: number): boolean {
+  try {
+    writeFileSync(`/proc/${pid}/clear_refs`, "5");
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+// --- figures ---------------------------------------------------------------
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const percentile = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
+};
+const f0 = (n: number) => Math.round(n).toLocaleString("en-US");
+const f2 = (n: number) => n.toFixed(2);
+const pct = (n: number) => `${(n * 100).toFixed(0)}%`;
+const mib = (kib: number) => `${(kib / 1024).toFixed(0)} MiB`;
+const gbps = (bytesPerSecond: number) => `${(bytesPerSecond / 1024 ** 3).toFixed(2)} GiB/s`;
+const verdict = (ok: boolean) => (ok ? "MET" : "NOT MET");
+
+function statusLine(r: WrkResult) {
+  return Object.entries(r.statuses)
+    .map(([s, n]) => `${s}x${n}`)
+    .join(" ");
+}
+
+function expectOnly(r: WrkResult, status: number, what: string) {
+  const other = Object.entries(r.statuses).filter(([s]) => Number(s) !== status);
+  if (other.length || !r.statuses[status]) throw new Error(`${what}: expected only ${status}, got ${statusLine(r)}`);
+  if (r.errors) throw new Error(`${what}: ${r.errors}`);
+}
+
+// --- the run ---------------------------------------------------------------
+
+const deadline = setTimeout(() => {
+  console.error(`bench:gateway: over ${DEADLINE_MS / 1000} s, stopping everything`);
+  for (const c of children) c.kill("SIGKILL");
+  process.exit(1);
+}, DEADLINE_MS);
+
+pin(process.pid, LOAD_CPU);
+const startedAt = performance.now();
+const dir = mkdtempSync(join(tmpdir(), "cidgate-bench-"));
+const devnet = await startDevnet({ buyers: 4 });
+pin(devnet.pid, LOAD_CPU);
+const results: string[] = [];
+const verdicts: [string, boolean][] = [];
+
+try {
+  const contentDir = join(dir, "content");
+  mkdirSync(contentDir, { recursive: true });
+  writeFileSync(join(contentDir, "article.md"), `# A short article\n\n${"Paid words. ".repeat(300)}\n`);
+  const bigPath = join(contentDir, "big.bin");
+  const big = randomBytes(BIG_MIB * 1024 * 1024);
+  writeFileSync(bigPath, big);
+  const bigSize = big.length;
+
+  const gw = await startChild("gateway-server.ts", {
+    BENCH_DIR: dir,
+    BENCH_RPC_URL: devnet.rpcUrl,
+    BENCH_TOKEN: devnet.token,
+    BENCH_RELAYER_KEY: devnet.relayer.privateKey,
+    BENCH_SELLER: devnet.seller.address,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? "info",
+  });
+  const gwUrl: string = gw.ready.url;
+  const control: string = gw.ready.control;
+  const cids = gw.ready.cids as Record<string, string>;
+  const smallUrl = `${gwUrl}/x402/cid/${cids["article.md"]}`;
+  const bigUrl = `${gwUrl}/x402/cid/${cids["big.bin"]}`;
+  const facilitatorStats = async () =>
+    (await (await fetch(`${control}/stats`, { signal: AbortSignal.timeout(5000) })).json()) as {
+      verify: number;
+      settle: number;
+      verifyMs: number[];
+      settleMs: number[];
+    };
+  const indexPeak = memoryKiB(gw.proc.pid);
+
+  // The 402 exactly as cidgate sends it, for the bare server to repeat.
+  const first = await fetch(smallUrl, { signal: AbortSignal.timeout(5000) });
+  const body402 = await first.text();
+  if (first.status !== 402) throw new Error(`cidgate answered ${first.status}, not 402: ${body402}`);
+  const headers402: Record<string, string> = {};
+  first.headers.forEach((v, k) => {
+    if (k !== "date" && k !== "content-length") headers402[k] = v;
+  });
+  const bare = await startChild("bare-server.ts", {
+    BARE_402: JSON.stringify({ headers: headers402, body: body402 }),
+    BARE_FILE: bigPath,
+    BARE_FILE_TYPE: "application/octet-stream",
+  });
+  const bareUrl: string = bare.ready.url;
+  const bareCheck = await fetch(`${bareUrl}/402`, { signal: AbortSignal.timeout(5000) });
+  if (bareCheck.status !== 402 || (await bareCheck.text()) !== body402 || bareCheck.headers.get("payment-required") !== headers402["payment-required"]) {
+    throw new Error("the bare server does not answer the same 402");
+  }
+
+  console.log(`cidgate bench: ${SECONDS} s per measure, ${ROUNDS} rounds, servers on CPU ${SERVER_CPU}, wrk + anvil + bench on CPU ${LOAD_CPU}`);
+  console.log(`cidgate ${gwUrl} (LOG_LEVEL=${process.env.LOG_LEVEL ?? "info"}), bare Bun.serve ${bareUrl}, anvil ${devnet.rpcUrl}`);
+  console.log(`402: ${Object.keys(headers402).length} headers, ${body402.length} B body, PAYMENT-REQUIRED ${headers402["payment-required"].length} B\n`);
+
+  // 1. The 402 path ----------------------------------------------------------
+  const load = (url: string, extra: Partial<Parameters<typeof runWrk>[0]> = {}) =>
+    runWrk({ url, connections: CONNECTIONS, seconds: SECONDS, cpu: LOAD_CPU, ...extra });
+  await load(smallUrl, { seconds: 2 }); // warm-up: JIT, caches
+  await load(`${bareUrl}/402`, { seconds: 2 });
+  const rounds402: { gw: WrkResult; bare: WrkResult }[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const g = await load(smallUrl);
+    const b = await load(`${bareUrl}/402`);
+    expectOnly(g, 402, "cidgate 402 path");
+    expectOnly(b, 402, "bare 402");
+    rounds402.push({ gw: g, bare: b });
+    console.log(
+      `402 round ${i + 1}: cidgate ${f0(g.rps)} req/s p50 ${f2(g.p50Ms)} ms p99 ${f2(g.p99Ms)} ms | bare ${f0(b.rps)} req/s p50 ${f2(b.p50Ms)} ms p99 ${f2(b.p99Ms)} ms | ratio ${pct(g.rps / b.rps)}`,
+    );
+  }
+  const ratio402 = median(rounds402.map((r) => r.gw.rps / r.bare.rps));
+  const p99402 = median(rounds402.map((r) => r.gw.p99Ms));
+  verdicts.push([`402 path: ${pct(ratio402)} of bare req/s (target >= ${pct(TARGETS.rpsRatio)})`, ratio402 >= TARGETS.rpsRatio]);
+  verdicts.push([`402 path: p99 ${f2(p99402)} ms at ${CONNECTIONS} connections (target < ${TARGETS.p99Ms} ms)`, p99402 < TARGETS.p99Ms]);
+  results.push(
+    `| 402 path, ${CONNECTIONS} conns | ${f0(median(rounds402.map((r) => r.gw.rps)))} req/s, p99 ${f2(p99402)} ms | ${f0(median(rounds402.map((r) => r.bare.rps)))} req/s, p99 ${f2(median(rounds402.map((r) => r.bare.p99Ms)))} ms | ${pct(ratio402)} |`,
+  );
+
+  // 2. Forged proofs ---------------------------------------------------------
+  // A real buyer's signature over another authorization: well-formed, right
+  // price, payee and time window, so only the signature check can refuse it.
+  const offer = await offerOf(await fetch(smallUrl, { signal: AbortSignal.timeout(5000) }));
+  const forger = privateKeyToAccount(devnet.buyers[0].privateKey);
+  const stolenSignature = await sign(forger, offer, authorizationFor(offer, forger.address));
+  const forgedFile = join(dir, "forged.txt");
+  const forgedV1: string[] = [];
+  const forgedV2: string[] = [];
+  for (let i = 0; i < FORGED; i++) {
+    forgedV1.push(proofHeader(1, offer, stolenSignature, authorizationFor(offer, forger.address))[1]);
+    forgedV2.push(proofHeader(2, offer, stolenSignature, authorizationFor(offer, forger.address))[1]);
+  }
+  // wrk sends one header name per run: v1 proofs in X-PAYMENT, v2 in PAYMENT-SIGNATURE.
+  const check = await fetch(smallUrl, { headers: { "X-PAYMENT": forgedV1[0] }, signal: AbortSignal.timeout(5000) });
+  const checkBody = (await check.json()) as { error?: string; reason?: string };
+  if (check.status !== 403) throw new Error(`a forged proof got ${check.status}, not 403`);
+  console.log(`\nforged proof -> 403 ${checkBody.reason ?? checkBody.error}`);
+  const before = await facilitatorStats();
+  const forgedRounds: WrkResult[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const v2 = i % 2 === 1;
+    writeFileSync(forgedFile, (v2 ? forgedV2 : forgedV1).join("\n"));
+    const r = await load(smallUrl, { rotate: { header: v2 ? "PAYMENT-SIGNATURE" : "X-PAYMENT", file: forgedFile } });
+    expectOnly(r, 403, "forged proofs");
+    forgedRounds.push(r);
+    console.log(`forged round ${i + 1} (${v2 ? "v2" : "v1"}, ${f0(FORGED)} distinct proofs): ${f0(r.rps)} rejections/s, p50 ${f2(r.p50Ms)} ms p99 ${f2(r.p99Ms)} ms, ${statusLine(r)}`);
+  }
+  const after = await facilitatorStats();
+  const facilitatorCalls = after.verify - before.verify + (after.settle - before.settle);
+  const forgedTotal = forgedRounds.reduce((a, r) => a + r.requests, 0);
+  const forgedRps = median(forgedRounds.map((r) => r.rps));
+  console.log(`facilitator calls during ${f0(forgedTotal)} forged requests: ${facilitatorCalls}`);
+  verdicts.push([`forged proofs: ${f0(forgedRps)} rejections/s (target >= ${f0(TARGETS.forgedPerSecond)})`, forgedRps >= TARGETS.forgedPerSecond]);
+  verdicts.push([`forged proofs: ${facilitatorCalls} facilitator calls in ${f0(forgedTotal)} requests (target 0)`, facilitatorCalls === 0]);
+  results.push(
+    `| forged proofs (bad signature), ${CONNECTIONS} conns | ${f0(forgedRps)} rejections/s, p99 ${f2(median(forgedRounds.map((r) => r.p99Ms)))} ms, ${facilitatorCalls} facilitator calls in ${f0(forgedTotal)} | — | — |`,
+  );
+
+  // 4. The paid request, end to end on the local chain -------------------------
+  const buyers = devnet.buyers.map((b) => privateKeyToAccount(b.privateKey));
+  const payOnce = async (headerPair: [string, string]) => {
+    const t = performance.now();
+    const res = await fetch(smallUrl, { headers: { [headerPair[0]]: headerPair[1] }, signal: AbortSignal.timeout(30_000) });
+    await res.arrayBuffer();
+    const ms = performance.now() - t;
+    if (res.status !== 200) throw new Error(`a paid request got ${res.status}`);
+    return ms;
+  };
+  const warm = await Promise.all(Array.from({ length: 6 }, (_, i) => paidProof(i % 2 ? 2 : 1, buyers[i % buyers.length], offer)));
+  for (const h of warm) await payOnce(h);
+  const proofs = await Promise.all(Array.from({ length: PAID }, (_, i) => paidProof(i % 2 ? 2 : 1, buyers[i % buyers.length], offer)));
+  const statsBeforePaid = await facilitatorStats();
+  const totals: number[] = [];
+  for (const h of proofs) totals.push(await payOnce(h));
+  const statsAfterPaid = await facilitatorStats();
+  const verifyMs = statsAfterPaid.verifyMs.slice(statsBeforePaid.verifyMs.length);
+  const settleMs = statsAfterPaid.settleMs.slice(statsBeforePaid.settleMs.length);
+  if (verifyMs.length !== PAID || settleMs.length !== PAID) {
+    throw new Error(`expected ${PAID} verify and settle calls, saw ${verifyMs.length} and ${settleMs.length}`);
+  }
+  const facilitatorMs = totals.map((_, i) => verifyMs[i] + settleMs[i]);
+  const share = totals.map((t, i) => t - facilitatorMs[i]);
+  // The same client's round trip to the bare 402: the loopback HTTP floor inside `share`.
+  const floor: number[] = [];
+  for (let i = 0; i < 200; i++) {
+    const t = performance.now();
+    await (await fetch(`${bareUrl}/402`)).arrayBuffer();
+    floor.push(performance.now() - t);
+  }
+  console.log(
+    `\npaid request (${PAID} sequential, v1+v2, fresh authorization each, settled on anvil): total p50 ${f2(median(totals))} ms p99 ${f2(percentile(totals, 99))} ms`,
+  );
+  console.log(
+    `  facilitator verify p50 ${f2(median(verifyMs))} ms + settle p50 ${f2(median(settleMs))} ms; gateway share p50 ${f2(median(share))} ms p99 ${f2(percentile(share, 99))} ms (of which client<->server loopback HTTP ~${f2(median(floor))} ms)`,
+  );
+  verdicts.push([`paid request: gateway share p50 ${f2(median(share))} ms (target < ${TARGETS.gatewayShareP50Ms} ms)`, median(share) < TARGETS.gatewayShareP50Ms]);
+  results.push(
+    `| paid request end to end (${PAID}, sequential) | total p50 ${f2(median(totals))} ms, p99 ${f2(percentile(totals, 99))} ms; facilitator p50 ${f2(median(facilitatorMs))} ms; **gateway share p50 ${f2(median(share))} ms**, p99 ${f2(percentile(share, 99))} ms | loopback HTTP round trip p50 ${f2(median(floor))} ms | — |`,
+  );
+
+  // 3. 100 MiB paid download vs Bun.file -------------------------------------
+  const bigOffer = await offerOf(await fetch(bigUrl, { signal: AbortSignal.timeout(5000) }));
+  const bigProof = await paidProof(1, buyers[0], bigOffer);
+  const firstDownload = performance.now();
+  const paid = await fetch(bigUrl, { headers: { [bigProof[0]]: bigProof[1] }, signal: AbortSignal.timeout(60_000) });
+  const got = new Uint8Array(await paid.arrayBuffer());
+  const firstMs = performance.now() - firstDownload;
+  if (paid.status !== 200 || got.length !== bigSize || Buffer.compare(got, big) !== 0) {
+    throw new Error(`the paid 100 MiB download failed: ${paid.status}, ${got.length} bytes`);
+  }
+  console.log(`\n100 MiB paid download (pay + settle + transfer, one client): ${f0(firstMs)} ms, bytes identical`);
+  // The rest re-present the settled proof (served again, no new charge): pure transfer.
+  const chargesBefore = (await facilitatorStats()).settle;
+  const peaksReset = resetPeak(gw.proc.pid) && resetPeak(bare.proc.pid);
+  const downloadRounds: { gw: WrkResult; bare: WrkResult }[] = [];
+  const dl = (url: string, headers?: Record<string, string>) =>
+    runWrk({ url, connections: DOWNLOAD_CONNECTIONS, seconds: SECONDS, cpu: LOAD_CPU, headers, timeoutSeconds: 60 });
+  for (let i = 0; i < ROUNDS; i++) {
+    const g = await dl(bigUrl, { [bigProof[0]]: bigProof[1] });
+    const b = await dl(`${bareUrl}/file`);
+    expectOnly(g, 200, "paid download");
+    expectOnly(b, 200, "bare Bun.file");
+    downloadRounds.push({ gw: g, bare: b });
+    console.log(`download round ${i + 1} (${DOWNLOAD_CONNECTIONS} conns): cidgate ${gbps(g.bytesPerSecond)} | bare Bun.file ${gbps(b.bytesPerSecond)} | ratio ${pct(g.bytesPerSecond / b.bytesPerSecond)}`);
+  }
+  const gwMem = memoryKiB(gw.proc.pid);
+  const bareMem = memoryKiB(bare.proc.pid);
+  const newCharges = (await facilitatorStats()).settle - chargesBefore;
+  if (newCharges !== 0) throw new Error(`re-presented proof was charged again ${newCharges} times`);
+  const dlRatio = median(downloadRounds.map((r) => r.gw.bytesPerSecond / r.bare.bytesPerSecond));
+  console.log(
+    `peak RSS during downloads${peaksReset ? "" : " (could not reset VmHWM: lifetime peak)"}: cidgate ${mib(gwMem.hwm)}, bare ${mib(bareMem.hwm)}; cidgate lifetime peak after indexing 100 MiB at start ${mib(indexPeak.hwm)}`,
+  );
+  verdicts.push([`100 MiB download: ${pct(dlRatio)} of Bun.file throughput (target >= ${pct(TARGETS.downloadRatio)})`, dlRatio >= TARGETS.downloadRatio]);
+  verdicts.push([`100 MiB download: server peak RSS ${mib(gwMem.hwm)} (target < ${TARGETS.rssMiB} MiB)`, gwMem.hwm / 1024 < TARGETS.rssMiB]);
+  results.push(
+    `| 100 MiB paid download, ${DOWNLOAD_CONNECTIONS} conns | ${gbps(median(downloadRounds.map((r) => r.gw.bytesPerSecond)))}, peak RSS ${mib(gwMem.hwm)} | ${gbps(median(downloadRounds.map((r) => r.bare.bytesPerSecond)))}, peak RSS ${mib(bareMem.hwm)} | ${pct(dlRatio)} |`,
+  );
+
+  await stopChild(bare.proc);
+  await stopChild(gw.proc);
+
+  console.log(`\n| measure (median of ${ROUNDS} rounds) | cidgate | bare Bun.serve | ratio |\n|---|---|---|---|\n${results.join("\n")}`);
+  console.log("\ntargets:");
+  for (const [what, ok] of verdicts) console.log(`  ${verdict(ok).padEnd(7)} ${what}`);
+  console.log(`\nbench:gateway took ${f0((performance.now() - startedAt) / 1000)} s`);
+} finally {
+  for (const c of [...children]) await stopChild(c);
+  await devnet.stop();
+  rmSync(dir, { recursive: true, force: true });
+  clearTimeout(deadline);
+}

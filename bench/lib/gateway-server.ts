@@ -1,0 +1,122 @@
+/**
+ * The cidgate side of bench/gateway.ts, in its own process (pinned to a core
+ * by the bench): the whole app as src/index.ts boots it (file database, WAL,
+ * request logging at LOG_LEVEL), over a content folder the bench filled, with
+ * the in-process facilitator settling on the bench's anvil. It mirrors
+ * test/e2e/stack.ts, except that the chain belongs to the parent.
+ *
+ * The real facilitator is wrapped by `timedFacilitator`, which only counts and
+ * times the calls (never answers itself): the bench proves that forged proofs
+ * cost zero facilitator calls, and subtracts facilitator time from the paid
+ * request to get the gateway's own share.
+ *
+ * Input: env BENCH_DIR (content/ inside it), BENCH_RPC_URL, BENCH_TOKEN,
+ * BENCH_RELAYER_KEY, BENCH_SELLER, LOG_LEVEL. Output: one line on stderr,
+ * `READY {"url","control","cids"}`. A control server on another port answers
+ * GET /stats (facilitator counters and timings). Ends on SIGTERM or when
+ * stdin closes (the parent died).
+ */
+import { join } from "node:path";
+import { getAddress } from "viem";
+import { createApp } from "../../src/app";
+import { indexContent } from "../../src/content/indexer";
+import { openDb } from "../../src/db/client";
+import { createLocalFacilitator } from "../../src/facilitator/local";
+import type { Facilitator } from "../../src/facilitator/types";
+import { createLogger } from "../../src/http/logging";
+import { attachCid, createInstruction } from "../../src/instructions/service";
+import { loadSettings } from "../../src/settings";
+
+const need = (name: string) => {
+  const v = process.env[name];
+  if (!v) throw new Error(`gateway-server: ${name} is not set`);
+  return v;
+};
+const dir = need("BENCH_DIR");
+const rpcUrl = need("BENCH_RPC_URL");
+const token = getAddress(need("BENCH_TOKEN"));
+const relayerKey = need("BENCH_RELAYER_KEY") as `0x${string}`;
+const seller = getAddress(need("BENCH_SELLER"));
+
+/** Counts and times every call into the real facilitator; answers nothing itself. */
+function timedFacilitator(inner: Facilitator) {
+  const stats = { verify: 0, settle: 0, supported: 0, verifyMs: [] as number[], settleMs: [] as number[] };
+  const timed = async <T>(p: () => Promise<T>, into: number[]) => {
+    const t = performance.now();
+    try {
+      return await p();
+    } finally {
+      into.push(performance.now() - t);
+    }
+  };
+  const facilitator: Facilitator = {
+    verify: (r) => (stats.verify++, timed(() => inner.verify(r), stats.verifyMs)),
+    settle: (r) => (stats.settle++, timed(() => inner.settle(r), stats.settleMs)),
+    supported: () => (stats.supported++, inner.supported()),
+  };
+  return { facilitator, stats };
+}
+
+const settings = loadSettings({
+  CIDGATE_DB: join(dir, "cidgate.db"),
+  HOST: "127.0.0.1",
+  PORT: "0",
+  CIDGATE_CONTENT_DIR: join(dir, "content"),
+  CIDGATE_CONFIG_DIR: join(dir, "config"),
+  USDC_ADDRESS_BASE_SEPOLIA: token,
+  FACILITATOR_URL: "local",
+  RPC_URL: rpcUrl,
+  RELAYER_PRIVATE_KEY: relayerKey,
+  FACILITATOR_TIMEOUT_MS: "20000",
+  LOG_LEVEL: process.env.LOG_LEVEL ?? "info",
+});
+const log = createLogger(settings.logLevel);
+const real = createLocalFacilitator({ rpcUrl, relayerPrivateKey: relayerKey, settings });
+const { facilitator, stats } = timedFacilitator(real);
+const db = openDb(settings.db);
+
+const indexed = await indexContent(db, settings.contentDir);
+if (indexed.errors.length) throw new Error(`indexing failed: ${JSON.stringify(indexed.errors)}`);
+const instruction = createInstruction(db, {
+  name: "Access fee",
+  description: "Access fee",
+  requirements: [{ network: "base-sepolia", asset: token, pay_to: seller, amount: "10000" }],
+});
+const cids: Record<string, string> = {};
+for (const row of db.sqlite.query<{ cid: string; path: string }, []>("SELECT cid, path FROM content_files").all()) {
+  cids[row.path] = row.cid;
+  attachCid(db, instruction.id, row.cid);
+}
+
+const app = createApp({ settings, db, log, jwtSecret: "bench-secret-bench-secret-bench-secret-01", facilitator });
+app.listen({ port: 0, hostname: "127.0.0.1", maxRequestBodySize: 1024 * 1024 });
+const url = `http://127.0.0.1:${app.server!.port}`;
+settings.publicUrl = url;
+
+const control = Bun.serve({
+  hostname: "127.0.0.1",
+  port: 0,
+  fetch: (req) => (new URL(req.url).pathname === "/stats" ? Response.json(stats) : new Response("no", { status: 404 })),
+});
+
+let stopping = false;
+async function stop() {
+  if (stopping) return;
+  stopping = true;
+  control.stop(true);
+  await app.stop(true);
+  real.close();
+  db.sqlite.close();
+  process.exit(0);
+}
+process.on("SIGTERM", () => void stop());
+process.on("SIGINT", () => void stop());
+// The parent holds our stdin open; EOF means it is gone, so go too.
+(async () => {
+  for await (const _ of Bun.stdin.stream()) {
+    // nothing is ever sent; we only wait for the end
+  }
+  await stop();
+})();
+
+console.error(`READY ${JSON.stringify({ url, control: `http://127.0.0.1:${control.port}`, cids })}`);
