@@ -9,6 +9,8 @@
  * - one change: one instruction's price edited in one file (re-parse that file, update one row);
  * - no change: a reload with nothing changed, which must write nothing (total_changes() unmoved).
  * Targets (issue 5): cold < 2 s, one change < 200 ms.
+ * Also: the cost of lookupContent (cid -> file), which the gateway calls on every request,
+ * and how fast the indexer hashes a new 100 MiB file (once per change, never per request).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,6 +18,9 @@ import { join } from "node:path";
 import { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
 import { sha256 } from "multiformats/hashes/sha2";
+import { randomBytes } from "node:crypto";
+import { cidOfFile } from "../src/content/cid";
+import { lookupContent } from "../src/content/store";
 import { openDb } from "../src/db/client";
 import { createPricing } from "../src/pricing/service";
 import { loadSettings } from "../src/settings";
@@ -97,3 +102,39 @@ for (const [name, xs] of Object.entries(results)) {
   console.log(`  ${name.padEnd(10)} ${ms(median(xs)).padStart(10)}   (${ms(Math.min(...xs))} .. ${ms(Math.max(...xs))})`);
 }
 console.log(`  rows written by no-change reloads: ${noChangeWrites}`);
+
+// lookupContent over an index of 10,000 files: hits, then misses.
+{
+  const db = openDb(":memory:");
+  const insert = db.sqlite.query("INSERT INTO content_files (path, cid, size, mtime_ms, media_type) VALUES (?, ?, ?, ?, ?)");
+  db.sqlite.transaction(() => cids.forEach((cid, n) => insert.run(`files/${n}.md`, cid, 1000, 0, "text/markdown")))();
+  const settings = { contentDir: "content" };
+  const N = 200_000;
+  let found = 0;
+  let t = performance.now();
+  for (let i = 0; i < N; i++) if (lookupContent(db, settings, cids[i % cids.length])) found++;
+  const hit = ((performance.now() - t) * 1000) / N;
+  t = performance.now();
+  for (let i = 0; i < N; i++) if (lookupContent(db, settings, `bafkreiaaaa${i}`)) found++;
+  const miss = ((performance.now() - t) * 1000) / N;
+  if (found !== N) throw new Error("lookup missed");
+  console.log(`lookupContent over 10,000 indexed files: ${hit.toFixed(2)} µs per hit, ${miss.toFixed(2)} µs per miss (invalid CID text)`);
+  db.sqlite.close();
+}
+
+// Hashing a new file, as the indexer does: 100 MiB of random bytes.
+{
+  const dir = mkdtempSync(join(tmpdir(), "cidgate-bench-hash-"));
+  const file = join(dir, "big.bin");
+  const chunk = randomBytes(1 << 20);
+  writeFileSync(file, Buffer.concat(Array.from({ length: 100 }, () => chunk)));
+  const times: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const t = performance.now();
+    await cidOfFile(file);
+    times.push(performance.now() - t);
+  }
+  rmSync(dir, { recursive: true, force: true });
+  const best = Math.min(...times);
+  console.log(`hashing a 100 MiB file (CID as ipfs add --cid-version=1): ${ms(median(times))} median, ${(100 / (best / 1000)).toFixed(0)} MiB/s best`);
+}

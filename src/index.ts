@@ -1,10 +1,13 @@
 /**
- * Boot: settings -> db -> pricing sync -> listen -> watchers -> signals.
+ * Boot: settings -> db -> content index + pricing sync -> listen -> watchers -> signals.
  */
 import { createApp } from "./app";
 import { openDb } from "./db/client";
 import { createFacilitator } from "./facilitator/create";
+import { resolveJwtSecret } from "./http/jwt-secret";
 import { createLogger } from "./http/logging";
+import { preparePricing } from "./pricing/boot";
+import { startWatchers } from "./pricing/watch";
 import { loadSettings, SettingsError } from "./settings";
 
 let settings;
@@ -20,26 +23,26 @@ try {
 
 const log = createLogger(settings.logLevel);
 const db = openDb(settings.db);
-const jwtSecret = (await import("./http/jwt-secret")).resolveJwtSecret(settings); // BOOT:jwt: JWT_SECRET or data/jwt-secret (0600)
+const jwtSecret = resolveJwtSecret(settings); // JWT_SECRET, or one generated once into the data folder (0600)
 const facilitator = createFacilitator(settings, log);
-// BOOT:pricing (sync config/*.yaml, index content/ before serving)
-const pricing = await (await import("./pricing/boot")).preparePricing({ db, settings, log });
+// Index content/ and reconcile config/ before the first request, so the first answer is already right.
+const pricing = await preparePricing({ db, settings, log });
 
 const app = createApp({ settings, db, log, jwtSecret, facilitator, pricing });
-app.listen({ port: settings.port, hostname: settings.host, maxRequestBodySize: 1024 * 1024 });
+// The JSON body check answers 413 itself at 1 MiB in the error shape; Bun's own limit (an
+// empty 413) is only the backstop for bodies that never reach it.
+app.listen({ port: settings.port, hostname: settings.host, maxRequestBodySize: 16 * 1024 * 1024 });
 
 console.log(`cidgate listening on http://${settings.host}:${app.server?.port} (public URL ${settings.publicUrl})`);
 console.log(`database: ${settings.db}`);
-console.log(`make a management token: bun run cidgate token create --scope read,write --ttl 30d`);
-// BOOT:watchers (pricing + content)
-const watchers = (await import("./pricing/watch")).startWatchers({ db, settings, pricing, log });
+console.log(`make a management token: npx cidgate token create --scope read,write --ttl 30d`);
+const watchers = startWatchers({ db, settings, pricing, log });
 
 let stopping = false;
 async function shutdown(signal: string) {
   if (stopping) return;
   stopping = true;
   console.log(`cidgate: ${signal}, finishing requests in flight`);
-  // BOOT:stop-watchers
   await watchers.close();
   await app.stop(false); // stop accepting; let requests in flight finish
   db.sqlite.close();

@@ -9,7 +9,6 @@ const commands: Record<string, () => Promise<{ run(args: string[]): Promise<numb
   content: async () => import("./content"),
   facilitator: async () => import("./facilitator"),
   devnet: async () => import("./devnet"),
-  // buy: async () => import("./buy"),
 };
 
 const [name, ...args] = process.argv.slice(2);

@@ -12,28 +12,21 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import { ValueErrorType } from "@sinclair/typebox/errors";
-import { isDocument, isMap, isScalar, isSeq, LineCounter, type Node, parseDocument, type Document, visit } from "yaml";
+import { type ValueError, ValueErrorType } from "@sinclair/typebox/errors";
+import { Type as t } from "@sinclair/typebox";
 import { canonicalNetwork, usdcAddress } from "../chain/networks";
 import { canonicalCid } from "../content/cid";
 import { relativePathProblem } from "../content/paths";
 import { normalizeRequirements, type StoredRequirement } from "../instructions/requirements";
 import type { Settings } from "../settings";
+import { envUsed, sameEnv } from "./env";
+import { fastParse } from "./fast-yaml";
+import { type Locator, lazyPosition, pin, type Position, type PricingProblem } from "./position";
 import { priceToAmount } from "./price";
-import { KEY_PATTERN, type PricingFile, PricingFileModel } from "./schema";
+import { DefaultsModel, InstructionModel, KEY_PATTERN, type PricingFile } from "./schema";
+import { parseWithPositions } from "./strict-yaml";
 
-export interface Position {
-  /** The file as the user knows it: the config folder joined with the file's path in it. */
-  file: string;
-  line: number;
-  column: number;
-}
-
-export interface PricingProblem extends Position {
-  /** Short name of the rule broken, e.g. "yaml", "required", "price", "env", "duplicate-cid". */
-  rule: string;
-  message: string;
-}
+export { formatProblem, pin, type Position, type PricingProblem } from "./position";
 
 export interface CidClaim {
   cid: string;
@@ -58,6 +51,8 @@ export interface DesiredInstruction {
   name: string;
   description: string | null;
   requirements: StoredRequirement[];
+  /** JSON.stringify(requirements), made once per parse: the reconcile compares it with the stored text. */
+  requirementsJson: string;
   cids: CidClaim[];
   files: FilePattern[];
 }
@@ -87,11 +82,51 @@ export interface LoadOptions {
   cache?: ParseCache;
 }
 
-export type ParseCache = Map<string, { key: string; parsed: ParsedFile }>;
+export type ParseCache = Map<string, { text: string; env: [string, string | undefined][]; parsed: ParsedFile }>;
 
-const checkFile = TypeCompiler.Compile(PricingFileModel);
-const keyPattern = new RegExp(KEY_PATTERN);
-const ENV_REF = /\$(\$?)\{([^}]*)\}/g;
+/** The file without looking inside instructions; each instruction is checked on its own. */
+const checkOutline = TypeCompiler.Compile(
+  t.Object(
+    {
+      defaults: t.Optional(DefaultsModel),
+      instructions: t.Optional(t.Record(t.String({ pattern: KEY_PATTERN }), t.Unknown(), { additionalProperties: false })),
+    },
+    { additionalProperties: false },
+  ),
+);
+const checkInstruction = TypeCompiler.Compile(InstructionModel);
+
+/** Reports a value's schema errors (one per path, in words a creator can act on); true when there are none. */
+function schemaProblems(
+  check: { Check(v: unknown): boolean; Errors(v: unknown): Iterable<ValueError> },
+  value: unknown,
+  prefix: string[],
+  where: Locator,
+  problem: (at: Position, rule: string, message: string) => void,
+): boolean {
+  if (check.Check(value)) return true;
+  const seen = new Set<string>();
+  for (const e of check.Errors(value)) {
+    if (seen.has(e.path)) continue;
+    seen.add(e.path);
+    const segs = [...prefix, ...e.path.split("/").slice(1).map((x) => x.replaceAll("~1", "/").replaceAll("~0", "~"))];
+    const unknown = e.type === ValueErrorType.ObjectAdditionalProperties;
+    const field = segs[segs.length - 1];
+    const label = segs.join(".") || "(file)";
+    let message = `${label}: ${e.message.toLowerCase()}`;
+    if (unknown && segs.length === 2 && segs[0] === "instructions") {
+      message = `instruction key "${field}" may use only letters, digits, "_", "." and "-" (at most 100)`;
+    } else if (unknown) message = `${label}: unknown field "${field}"`;
+    else if (e.type === ValueErrorType.ObjectRequiredProperty) message = `${label}: is required`;
+    else if (e.type === ValueErrorType.StringPattern && (field === "pay_to" || field === "asset")) {
+      message = `${label}: must be a 0x-prefixed 20-byte hex address`;
+    } else if (field === "network" && e.type === ValueErrorType.Union) {
+      message = `${label}: must be one of base, base-sepolia, eip155:8453, eip155:84532`;
+    }
+    problem(where.at(segs, unknown), RULES[e.type] ?? "type", message);
+  }
+  return false;
+}
 
 /** Every *.yaml / *.yml under `configDir`, relative and sorted; hidden names are editors' and tools' own. */
 export function findPricingFiles(configDir: string): string[] {
@@ -117,11 +152,6 @@ export function findPricingFiles(configDir: string): string[] {
   return out.sort();
 }
 
-/** A problem as one line: `config/a.yaml:3:5: message [rule]`. */
-export function formatProblem(p: PricingProblem): string {
-  return `${p.file}:${p.line}:${p.column}: ${p.message} [${p.rule}]`;
-}
-
 const RULES: Partial<Record<ValueErrorType, string>> = {
   [ValueErrorType.ObjectRequiredProperty]: "required",
   [ValueErrorType.ObjectAdditionalProperties]: "unknown-field",
@@ -130,136 +160,8 @@ const RULES: Partial<Record<ValueErrorType, string>> = {
   [ValueErrorType.StringMaxLength]: "length",
   [ValueErrorType.ArrayMinItems]: "count",
   [ValueErrorType.ArrayMaxItems]: "count",
+  [ValueErrorType.IntegerMinimum]: "range",
 };
-
-type Path = readonly (string | number)[];
-
-/** Where things are in one file. Positions may be computed lazily (see fastParse). */
-interface Locator {
-  at(path: Path, onKey?: boolean): Position;
-  /** The text of an integer as written, when the parsed number may have lost digits. */
-  integerSource(path: Path): string | undefined;
-  /** Whether the file itself (not `defaults`) has a value at `path`. */
-  has(path: Path): boolean;
-}
-
-/**
- * Offset of a path below `start`: the key itself when `onKey`, else the
- * value; the nearest existing ancestor when the path does not exist.
- */
-function locate(start: unknown, path: Path, onKey = false): number {
-  let node: unknown = isDocument(start) ? start.contents : start;
-  let offset = (node as Node | null)?.range?.[0] ?? 0;
-  for (let i = 0; i < path.length; i++) {
-    const seg = path[i];
-    if (isMap(node)) {
-      const pair = node.items.find((p) => isScalar(p.key) && String(p.key.value) === String(seg));
-      if (!pair) return offset;
-      const keyStart = (pair.key as Node).range?.[0] ?? offset;
-      if (i === path.length - 1 && onKey) return keyStart;
-      node = pair.value;
-      offset = (node as Node | null)?.range?.[0] ?? keyStart;
-    } else if (isSeq(node)) {
-      const item = node.items[Number(seg)];
-      if (item === undefined) return offset;
-      node = item;
-      offset = (item as Node | null)?.range?.[0] ?? offset;
-    } else return offset;
-  }
-  return offset;
-}
-
-/** Positions from a parsed document. Instructions are found through one index: a lookup by key in a map of thousands would make a load quadratic. */
-function documentLocator(doc: Document, lines: LineCounter, display: string): Locator {
-  let index: Map<string, { key: unknown; value: unknown }> | undefined;
-  const instruction = (key: string) => {
-    if (!index) {
-      index = new Map();
-      const node = isMap(doc.contents) ? doc.contents.get("instructions", true) : undefined;
-      if (isMap(node)) for (const pair of node.items) if (isScalar(pair.key)) index.set(String(pair.key.value), pair);
-    }
-    return index.get(key);
-  };
-  const offsetOf = (path: Path, onKey: boolean) => {
-    if (path[0] === "instructions" && path.length >= 2) {
-      const pair = instruction(String(path[1]));
-      if (pair) {
-        const keyStart = (pair.key as Node).range?.[0] ?? 0;
-        return path.length === 2 && onKey ? keyStart : path.length === 2 ? ((pair.value as Node | null)?.range?.[0] ?? keyStart) : locate(pair.value, path.slice(2), onKey);
-      }
-    }
-    return locate(doc, path, onKey);
-  };
-  const nodeAt = (path: Path): unknown => {
-    if (path[0] === "instructions" && path.length >= 2) {
-      const pair = instruction(String(path[1]));
-      if (!pair) return undefined;
-      return path.length === 2 ? pair.value : isMap(pair.value) ? pair.value.getIn(path.slice(2), true) : undefined;
-    }
-    return doc.getIn(path, true);
-  };
-  return {
-    at(path, onKey = false) {
-      const { line, col } = lines.linePos(offsetOf(path, onKey));
-      return { file: display, line, column: col };
-    },
-    integerSource(path) {
-      const node = nodeAt(path);
-      return isScalar(node) && typeof node.source === "string" && /^\d+$/.test(node.source) ? node.source : undefined;
-    },
-    has: (path) => nodeAt(path) !== undefined,
-  };
-}
-
-/** A parse that keeps positions (the `yaml` package), or the problems that make the file unusable. */
-function parseWithPositions(text: string, display: string, env: LoadOptions["env"]) {
-  const lines = new LineCounter();
-  const errors: PricingProblem[] = [];
-  const warnings: PricingProblem[] = [];
-  const pos = (offset: number): Position => {
-    const { line, col } = lines.linePos(offset);
-    return { file: display, line, column: col };
-  };
-  const problem = (offset: number, rule: string, message: string) => errors.push({ ...pos(offset), rule, message });
-
-  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true, merge: false });
-  for (const e of doc.errors) {
-    problem(e.pos[0], "yaml", e.code === "DUPLICATE_KEY" ? "a key appears twice in the same mapping" : e.message);
-  }
-  for (const w of doc.warnings) warnings.push({ ...pos(w.pos[0]), rule: "yaml", message: w.message });
-  const locator = documentLocator(doc, lines, display);
-  if (errors.length) return { doc, locator, data: undefined, errors, warnings };
-
-  visit(doc, {
-    Scalar(key, node) {
-      // An unquoted 0x... address is a hex integer to YAML 1.2; as written, it is what the creator meant.
-      if (typeof node.value === "number" && typeof node.source === "string" && /^0x[0-9a-fA-F]+$/.test(node.source)) {
-        node.value = node.source;
-      }
-      // ${VAR} in values (never in keys), on the syntax tree so positions stay exact.
-      if (key === "key" || typeof node.value !== "string" || !node.value.includes("${")) return;
-      node.value = substitute(node.value, env, (message) => problem(node.range?.[0] ?? 0, "env", message));
-    },
-  });
-  const data = errors.length ? undefined : (doc.toJS({ maxAliasCount: 100 }) ?? {});
-  return { doc, locator, data, errors, warnings };
-}
-
-function substitute(value: string, env: LoadOptions["env"], fail: (message: string) => void): string {
-  return value.replace(ENV_REF, (whole, escaped: string, name: string) => {
-    if (escaped) return whole.slice(1); // "$${X}" is a literal "${X}"
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
-      fail(`"\${${name}}" is not a valid variable reference`);
-      return whole;
-    }
-    const v = env[name];
-    if (v === undefined || v === "") {
-      fail(`environment variable ${name} is not set`);
-      return whole;
-    }
-    return v;
-  });
-}
 
 /** Parses and checks one file. Pure: the same text and environment give the same result. */
 export function parsePricingFile(
@@ -277,8 +179,8 @@ export function parsePricingFile(
     const located = () => (slow ??= parseWithPositions(text, display, opts.env)).locator;
     const lazy: Locator = {
       at: (p, onKey) => lazyPosition(display, () => located().at(p, onKey)),
-      integerSource: () => undefined,
-      has: () => true,
+      integerSource: () => undefined, // an unsafe integer sends the file to the slow path instead
+      has: (p) => p.reduce<unknown>((v, k) => (v && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined), fast) !== undefined,
     };
     const checked = checkData(fast, lazy, path, opts);
     if (checked && checked.errors.length === 0) return { path, instructions: checked.instructions, errors: [], warnings: [] };
@@ -287,16 +189,6 @@ export function parsePricingFile(
   if (slow.data === undefined) return { path, instructions: [], errors: slow.errors, warnings: slow.warnings };
   const checked = checkData(slow.data, slow.locator, path, opts)!;
   return { path, instructions: checked.instructions, errors: checked.errors, warnings: slow.warnings };
-}
-
-/** A position whose line and column are worked out on first read (spreading it reads them). */
-function lazyPosition(file: string, resolve: () => Position): Position {
-  let done: Position | undefined;
-  const get = () => (done ??= resolve());
-  const p = { file } as Position;
-  Object.defineProperty(p, "line", { enumerable: true, get: () => get().line });
-  Object.defineProperty(p, "column", { enumerable: true, get: () => get().column });
-  return p;
 }
 
 /**
@@ -312,36 +204,16 @@ function checkData(
 ): { instructions: DesiredInstruction[]; errors: PricingProblem[] } | undefined {
   const errors: PricingProblem[] = [];
   const instructions: DesiredInstruction[] = [];
-  const problem = (at: Position, rule: string, message: string) => errors.push({ ...at, rule, message });
+  const problem = (at: Position, rule: string, message: string) => errors.push({ ...pin(at), rule, message });
 
-  if (!checkFile.Check(data)) {
-    const seen = new Set<string>();
-    for (const e of checkFile.Errors(data)) {
-      if (seen.has(e.path)) continue;
-      seen.add(e.path);
-      const segs = e.path.split("/").slice(1).map((x) => x.replaceAll("~1", "/").replaceAll("~0", "~"));
-      const unknown = e.type === ValueErrorType.ObjectAdditionalProperties;
-      const field = segs[segs.length - 1];
-      let message = `${segs.join(".") || "(file)"}: ${e.message.toLowerCase()}`;
-      if (unknown && segs.length === 2 && segs[0] === "instructions") {
-        message = `instruction key "${field}" may use only letters, digits, "_", "." and "-" (at most 100)`;
-      } else if (unknown) message = `${segs.join(".")}: unknown field "${field}"`;
-      else if (e.type === ValueErrorType.ObjectRequiredProperty) message = `${segs.join(".")}: is required`;
-      else if (e.type === ValueErrorType.StringPattern && (field === "pay_to" || field === "asset")) {
-        message = `${segs.join(".")}: must be a 0x-prefixed 20-byte hex address`;
-      } else if (field === "network" && e.type === ValueErrorType.Union) {
-        message = `${segs.join(".")}: must be one of base, base-sepolia, eip155:8453, eip155:84532`;
-      }
-      problem(where.at(segs, unknown), RULES[e.type] ?? "type", message);
-    }
-    return { instructions, errors };
-  }
-  const file = data as PricingFile;
+  // The file's outline first, then each instruction on its own, so one
+  // malformed instruction does not hide the problems of the others.
+  const outlineOk = schemaProblems(checkOutline, data, [], where, problem);
+  const file = (outlineOk ? data : {}) as PricingFile;
   const defaults = file.defaults ?? {};
-
   for (const [key, inst] of Object.entries(file.instructions ?? {})) {
-    if (!keyPattern.test(key)) continue; // reported by the schema
     const base = ["instructions", key];
+    if (!schemaProblems(checkInstruction, inst, base, where, problem)) continue;
     const before = errors.length;
     const requirementInputs = [];
     for (const [i, req] of inst.payment_requirements.entries()) {
@@ -359,12 +231,12 @@ function checkData(
         if ("error" in r) problem(where.at([...here, "price"]), "price", `${label}.price: ${r.error}`);
         else amount = r.amount;
       } else if (req.amount !== undefined) {
-        if (typeof req.amount === "number") {
+        if (typeof req.amount === "number" && Number.isInteger(req.amount)) {
           // A YAML integer past 2^53 has lost digits in toJS: take the text as written.
           const written = where.integerSource([...here, "amount"]);
           if (written === undefined && !Number.isSafeInteger(req.amount)) return undefined;
           amount = written ?? String(req.amount);
-        } else amount = req.amount;
+        } else amount = req.amount as string; // a fraction is refused by the shared rule below
       } else {
         problem(where.at(here), "price-or-amount", `${label}: give a price ("$0.05") or an amount in the smallest unit`);
       }
@@ -378,10 +250,10 @@ function checkData(
         description: req.description,
       });
     }
-    if (errors.length > before) continue;
-
-    const normalized = normalizeCached(requirementInputs, opts.settings);
-    if (!normalized.ok) {
+    // Requirement problems do not stop the checks below: every error is reported in one go.
+    const normalized =
+      errors.length > before ? undefined : normalizeCached(requirementInputs, opts.settings);
+    if (normalized && !normalized.ok) {
       for (const fe of normalized.errors) {
         const segs = fe.path.split(".").map((x) => (/^\d+$/.test(x) ? Number(x) : x));
         const full = [...base, ...segs];
@@ -391,7 +263,6 @@ function checkData(
           (field === "network" || field === "pay_to") && file.defaults?.[field] !== undefined && !where.has(full);
         problem(where.at(inherited ? ["defaults", field] : full), "requirement", `${base.join(".")}.${fe.path}: ${fe.message}`);
       }
-      continue;
     }
 
     const cids: CidClaim[] = [];
@@ -413,7 +284,7 @@ function checkData(
       if (why) return void problem(at, "files", `${base.join(".")}.files.${i}: "${pattern}" ${why}`);
       files.push({ pattern, glob: new Bun.Glob(clean), literal: /[*?[\]{}]/.test(clean) ? undefined : clean, at });
     });
-    if (errors.length > before) continue;
+    if (errors.length > before || !normalized?.ok) continue;
 
     instructions.push({
       source: `file:${path}#${key}`,
@@ -422,115 +293,12 @@ function checkData(
       name: inst.name,
       description: inst.description ?? null,
       requirements: normalized.value,
+      requirementsJson: JSON.stringify(normalized.value),
       cids,
       files,
     });
   }
   return { instructions, errors };
-}
-
-/**
- * Bun's YAML parser is an order of magnitude faster than the `yaml` package,
- * but keeps no positions and, unlike our strict parse, lets a repeated key
- * silently win. It is used only for plain block YAML that `plainBlockYaml`
- * vouches for (no duplicate keys, no anchors, tags, merges, flow mappings or
- * hex/octal literals), and only when `${VAR}` substitution succeeds.
- */
-function fastParse(text: string, env: LoadOptions["env"]): unknown {
-  const yaml = (Bun as unknown as { YAML?: { parse(t: string): unknown } }).YAML;
-  if (!yaml || !plainBlockYaml(text)) return undefined;
-  let data: unknown;
-  try {
-    data = yaml.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (Array.isArray(data)) return undefined; // several documents: the slow path says why that is wrong
-  let failed = false;
-  const walk = (v: unknown): unknown => {
-    if (typeof v === "string") return v.includes("${") ? substitute(v, env, () => void (failed = true)) : v;
-    if (Array.isArray(v)) return v.map(walk);
-    if (v && typeof v === "object") {
-      const out: Record<string, unknown> = {};
-      for (const [k, x] of Object.entries(v)) out[k] = walk(x);
-      return out;
-    }
-    return v;
-  };
-  const substituted = walk(data ?? {});
-  return failed ? undefined : substituted;
-}
-
-/** Strips a trailing comment outside quotes. */
-function withoutComment(s: string): string {
-  let quote = "";
-  for (let i = 0; i < s.length; i++) {
-    const c = s[i];
-    if (quote) {
-      if (c === quote) quote = "";
-      else if (c === "\\" && quote === '"') i++;
-    } else if (c === '"' || c === "'") quote = c;
-    else if (c === "#" && (i === 0 || s[i - 1] === " ")) return s.slice(0, i).trimEnd();
-  }
-  return s.trimEnd();
-}
-
-const KEY_LINE = /^([A-Za-z0-9_][A-Za-z0-9_.\-/ ]*?|"[^"\\]*"|'[^']*'):(?:[ ]+(.*))?$/;
-
-/**
- * True when `text` is block-style YAML simple enough that Bun's parser and
- * the `yaml` package must read it the same, with no key repeated within a
- * mapping. False means "not sure", never "invalid".
- */
-export function plainBlockYaml(text: string): boolean {
-  const stack: { indent: number; keys: Set<string> }[] = [];
-  let blockScalarParent = -1;
-  for (const raw of text.split("\n")) {
-    const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
-    if (line.includes("\t")) return false;
-    const indent = line.length - line.trimStart().length;
-    const trimmed = line.trim();
-    if (blockScalarParent >= 0) {
-      if (trimmed === "" || indent > blockScalarParent) continue;
-      blockScalarParent = -1;
-    }
-    if (trimmed === "" || trimmed.startsWith("#")) continue;
-    if (indent === 0 && /^(---|\.\.\.|%)/.test(trimmed)) return false;
-
-    let rest = withoutComment(line.slice(indent));
-    let keyIndent = indent;
-    let item = false;
-    for (let m = /^-( +|$)/.exec(rest); m; m = /^-( +|$)/.exec(rest)) {
-      if (m[1] === "") return false; // "-" alone: the item continues on the next lines
-      keyIndent += 1 + m[1].length;
-      rest = rest.slice(1 + m[1].length);
-      item = true;
-    }
-    const m = KEY_LINE.exec(rest);
-    const value = m ? (m[2] ?? "") : rest;
-    if (/^[&*!]|^[-+]?0[xob]/i.test(value) || /[{}]|<</.test(value) || rest.startsWith("?")) return false;
-    if (/^"/.test(value) && !/^"([^"\\]|\\.)*"$/.test(value)) return false; // a quoted scalar over several lines
-    if (/^'/.test(value) && !/^'([^']|'')*'$/.test(value)) return false;
-    if (/^\[/.test(value) && !/\]$/.test(value)) return false; // a flow sequence over several lines
-    if (!m) {
-      if (!item && stack.length === 0) return false;
-      continue; // a sequence item's scalar, or a plain scalar's next line
-    }
-    if (/^[|>][-+0-9]*$/.test(value)) blockScalarParent = keyIndent;
-    const key = m[1].startsWith('"') || m[1].startsWith("'") ? m[1].slice(1, -1) : m[1];
-    while (stack.length && stack[stack.length - 1].indent > keyIndent) stack.pop();
-    if (item) {
-      while (stack.length && stack[stack.length - 1].indent >= keyIndent) stack.pop();
-      stack.push({ indent: keyIndent, keys: new Set([key]) });
-      continue;
-    }
-    const top = stack[stack.length - 1];
-    if (top && top.indent === keyIndent) {
-      if (top.keys.has(key)) return false;
-      top.keys.add(key);
-    } else stack.push({ indent: keyIndent, keys: new Set([key]) });
-  }
-  return true;
 }
 
 /**
@@ -549,13 +317,6 @@ function normalizeCached(inputs: unknown[], settings: LoadOptions["settings"]) {
     normalizeCache.set(key, result);
   }
   return result;
-}
-
-/** Names of the environment variables a text refers to, with their values: part of the cache key. */
-function envKey(text: string, env: LoadOptions["env"]): string {
-  const names = new Set<string>();
-  for (const m of text.matchAll(ENV_REF)) if (!m[1]) names.add(m[2]);
-  return [...names].map((n) => `${n}=${env[n] ?? ""}`).join("\0");
 }
 
 /**
@@ -578,10 +339,9 @@ export function loadPricing(opts: LoadOptions): LoadedPricing {
       continue;
     }
     live.add(path);
-    const key = `${text}\u0001${envKey(text, opts.env)}`;
     let parsed = opts.cache?.get(path);
-    if (!parsed || parsed.key !== key) {
-      parsed = { key, parsed: parsePricingFile(path, text, opts) };
+    if (!parsed || parsed.text !== text || !sameEnv(parsed.env, opts.env)) {
+      parsed = { text, env: envUsed(text, opts.env), parsed: parsePricingFile(path, text, opts) };
       opts.cache?.set(path, parsed);
     }
     out.instructions.push(...parsed.parsed.instructions);
@@ -613,7 +373,7 @@ export function loadPricing(opts: LoadOptions): LoadedPricing {
         }
       }
       if (matched === 0) {
-        out.warnings.push({ ...f.at, rule: "files", message: `"${f.pattern}" matches no file in the content folder (yet)` });
+        out.warnings.push({ ...pin(f.at), rule: "files", message: `"${f.pattern}" matches no file in the content folder (yet)` });
       }
     }
     const mine = new Map<string, CidClaim>();
@@ -622,7 +382,7 @@ export function loadPricing(opts: LoadOptions): LoadedPricing {
       const other = owner.get(claim.cid);
       if (other) {
         out.errors.push({
-          ...claim.at,
+          ...pin(claim.at),
           rule: "duplicate-cid",
           message: `CID ${claim.cid}${claim.via ? ` (${claim.via})` : ""} is declared twice: by ${describe(inst, claim)} and by ${describe(other.inst, other.claim)}`,
         });

@@ -35,7 +35,8 @@ export const RequirementModel = t.Object(
       }),
     ),
     amount: t.Optional(
-      t.Union([t.String({ pattern: "^[0-9]+$" }), t.Integer({ minimum: 1 })], {
+      // Checked by the API's own rule (instructions/requirements.ts), so both say the same thing.
+      t.Union([t.String(), t.Number()], {
         description: "Amount in the asset's smallest unit (USDC has 6 decimals: 10000 = $0.01). Give price or amount.",
       }),
     ),

@@ -4,6 +4,7 @@
  * changed, errors) for GET /v3/x402/config and the log. A reload is fully
  * synchronous, so two can never interleave and no request sees half of one.
  */
+import { existsSync } from "node:fs";
 import type { Db } from "../db/client";
 import { listContent } from "../content/store";
 import type { Logger } from "../http/logging";
@@ -49,12 +50,17 @@ export interface PricingOptions {
   now?: () => Date;
 }
 
+function hasFileInstructions(db: Db): boolean {
+  return db.sqlite.query("SELECT 1 FROM payment_instructions WHERE source LIKE 'file:%' LIMIT 1").get() !== null;
+}
+
 export function createPricing(opts: PricingOptions): Pricing {
   const cache: ParseCache = new Map();
   const env = opts.env ?? process.env;
   const now = opts.now ?? (() => new Date());
   let lastReload: ReloadReport | undefined;
   let lastGood: PricingStatus["lastGood"];
+  let loggedWarnings: string[] = [];
 
   function reload(trigger: ReloadTrigger): ReloadReport {
     const started = performance.now();
@@ -79,7 +85,19 @@ export function createPricing(opts: PricingOptions): Pricing {
       errors: loaded.errors,
       warnings: loaded.warnings,
     };
-    if (loaded.errors.length === 0) {
+    if (loaded.errors.length === 0 && !existsSync(opts.settings.configDir) && hasFileInstructions(opts.db)) {
+      // A mistyped CIDGATE_CONFIG_DIR or an unmounted volume must not delete every declared instruction.
+      report.errors = [
+        {
+          file: opts.settings.configDir,
+          line: 1,
+          column: 1,
+          rule: "config-dir",
+          message: "the config folder does not exist; instructions from pricing files are kept (create the folder, even empty, to remove them)",
+        },
+      ];
+    }
+    if (report.errors.length === 0) {
       const synced = reconcile(opts.db, loaded.instructions, at);
       if (synced.ok) report = { ...report, result: changed(synced.changes) ? "applied" : "unchanged", changes: synced.changes };
       else report = { ...report, errors: synced.errors };
@@ -115,7 +133,10 @@ export function createPricing(opts: PricingOptions): Pricing {
     } else if (r.result === "applied" || r.trigger === "start") {
       l.info(summary, "pricing reloaded");
     }
-    for (const w of r.warnings) l.warn(formatProblem(w));
+    // The same warning on every reload (a glob still matching nothing) is said once.
+    const said = new Set(loggedWarnings);
+    loggedWarnings = r.warnings.map(formatProblem);
+    for (const w of loggedWarnings) if (!said.has(w)) l.warn(w);
   }
 
   return {

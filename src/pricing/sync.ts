@@ -12,7 +12,7 @@
  */
 import type { Database } from "bun:sqlite";
 import type { Db } from "../db/client";
-import type { DesiredInstruction, PricingProblem } from "./load";
+import { type DesiredInstruction, pin, type PricingProblem } from "./load";
 
 export interface InstructionChange {
   id: string;
@@ -73,7 +73,7 @@ export function reconcile(db: Db, desired: readonly DesiredInstruction[], now = 
         const other = q.ownerOf.get(claim.cid);
         if (other && !fileIds.has(other.id)) {
           errors.push({
-            ...claim.at,
+            ...pin(claim.at),
             rule: "duplicate-cid",
             message: `CID ${claim.cid}${claim.via ? ` (${claim.via})` : ""} of "${inst.key}" is already attached to payment instruction ${other.id} ("${other.name}", made through the API); detach it there or drop it here`,
           });
@@ -97,7 +97,7 @@ export function reconcile(db: Db, desired: readonly DesiredInstruction[], now = 
 
     // 2. Created and updated instructions.
     for (const inst of desired) {
-      const json = JSON.stringify(inst.requirements);
+      const json = inst.requirementsJson;
       const row = bySource.get(inst.source);
       if (!row) {
         const id = Bun.randomUUIDv7();

@@ -97,6 +97,6 @@ describe("content index", () => {
     const { base36 } = await import("multiformats/bases/base36");
     const { CID } = await import("multiformats/cid");
     const other = CID.parse(cid).toString(base36);
-    expect(lookupContent(db, { contentDir: dir }, other)?.absolutePath).toBe(join(dir, "a.txt"));
+    expect([join(dir, "a.txt"), join(dir, "b.txt")]).toContain(lookupContent(db, { contentDir: dir }, other)!.absolutePath);
   });
 });

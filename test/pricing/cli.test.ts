@@ -2,6 +2,8 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pricingJsonSchema } from "../../src/pricing/json-schema";
+import { parsePricingFile } from "../../src/pricing/load";
+import { loadSettings } from "../../src/settings";
 import { instruction, PAY_TO, pricingFile, tempDirs } from "./helpers";
 
 const ROOT = join(import.meta.dir, "../..");
@@ -73,6 +75,20 @@ describe("cidgate content add", () => {
 describe("shipped files", () => {
   test("schema/pricing.schema.json is generated from the TypeBox model (run bun scripts/pricing-schema.ts)", () => {
     expect(readFileSync(join(ROOT, "schema/pricing.schema.json"), "utf8")).toBe(pricingJsonSchema());
+  });
+
+  test("every complete example in docs/pricing.md is valid", () => {
+    const doc = readFileSync(join(ROOT, "docs/pricing.md"), "utf8");
+    const examples = [...doc.matchAll(/```yaml\n([\s\S]*?)```/g)]
+      .map((m) => m[1])
+      .filter((y) => /^(#.*\n)*(defaults|instructions):/m.test(y) && !y.includes("<key>") && !y.includes("- uses:"));
+    expect(examples.length).toBeGreaterThanOrEqual(3);
+    const env = { PAY_TO, TEST_WALLET: PAY_TO };
+    for (const [i, text] of examples.entries()) {
+      const parsed = parsePricingFile(`example-${i}.yaml`, text, { configDir: "config", settings: loadSettings({}), env });
+      expect(parsed.errors).toEqual([]);
+      expect(parsed.instructions.length).toBeGreaterThan(0);
+    }
   });
 
   test("the example config prices all three example files", () => {

@@ -54,7 +54,7 @@ beforeAll(async () => {
   const made = makeApp({ settings: dirs.settings, db, pricing });
   read = made.read;
   made.app.listen({ port: 0, hostname: "127.0.0.1" });
-  server = { port: made.app.server!.port!, stop: () => made.app.stop(true) };
+  server = { port: made.app.server!.port!, stop: async () => void (await made.app.stop(true)) };
 });
 
 afterAll(async () => {

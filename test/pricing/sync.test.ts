@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { rmSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { type Db, openDb } from "../../src/db/client";
 import { attachCid, createInstruction, getInstructionForCid } from "../../src/instructions/service";
@@ -92,7 +92,14 @@ describe("reconciling pricing files into the database", () => {
     expect(rows(disk).map((r) => r.id)).toEqual([ids[0]]);
     expect(mappings(disk)).toEqual([{ cid: CID_B, instruction_id: ids[0] }]);
 
-    rmSync(join(dirs.configDir, "a.yaml"));
+    // A missing folder (a typo in CIDGATE_CONFIG_DIR, an unmounted volume) deletes nothing...
+    rmSync(dirs.configDir, { recursive: true });
+    const missing = pricingFor(disk).reload("config");
+    expect(missing.result).toBe("rejected");
+    expect(missing.errors[0].rule).toBe("config-dir");
+    expect(rows(disk).map((r) => r.id)).toEqual([ids[0]]);
+    // ...while an empty folder says "no instructions".
+    mkdirSync(dirs.configDir);
     expect(pricingFor(disk).reload("config").changes.deleted).toHaveLength(1);
     expect(rows(disk)).toEqual([]);
     expect(mappings(disk)).toEqual([]);
@@ -115,7 +122,7 @@ describe("reconciling pricing files into the database", () => {
     expect(totalChanges(db)).toBe(writes);
     expect(rows(db)).toEqual(good);
     expect(getInstructionForCid(db, CID_A)?.requirements[0].amount).toBe("10000");
-    expect(pricing.status().lastGood?.at).not.toBe(r.at);
+    expect(pricing.status().lastGood?.trigger).toBe("start");
     expect(pricing.status().lastReload).toBe(r);
   });
 
