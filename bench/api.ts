@@ -110,7 +110,7 @@ async function main() {
   };
 
   const { createToken } = await import("../src/http/token");
-  const token = createToken(SECRET, { scopes: ["read", "write"], ttlSeconds: 3600 });
+  const token = await createToken(SECRET, { scopes: ["read", "write"], ttlSeconds: 3600 });
   const base = `http://127.0.0.1:${port}${PREFIX}`;
   const auth = { authorization: `Bearer ${token}` };
   const json = { ...auth, "content-type": "application/json" };

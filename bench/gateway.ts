@@ -144,7 +144,9 @@ const percentile = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
 };
 const f0 = (n: number) => Math.round(n).toLocaleString("en-US");
+const f1 = (n: number) => n.toFixed(1);
 const f2 = (n: number) => n.toFixed(2);
+const cpuText = (r: WrkResult) => (r.serverCpuUsPerRequest === undefined ? "" : `(server CPU ${f1(r.serverCpuUsPerRequest)} us/req)`);
 const pct = (n: number) => `${(n * 100).toFixed(0)}%`;
 const mib = (kib: number) => `${(kib / 1024).toFixed(0)} MiB`;
 const gbps = (bytesPerSecond: number) => `${(bytesPerSecond / 1024 ** 3).toFixed(2)} GiB/s`;
@@ -251,21 +253,25 @@ try {
   await load(`${bareUrl}/402`, { seconds: 2 });
   const rounds402: { gw: WrkResult; bare: WrkResult }[] = [];
   for (let i = 0; i < ROUNDS; i++) {
-    const g = await load(smallUrl);
-    const b = await load(`${bareUrl}/402`);
+    const g = await load(smallUrl, { serverPid: gw.proc.pid });
+    const b = await load(`${bareUrl}/402`, { serverPid: bare.proc.pid });
     expectAll(g, false, "cidgate 402 path");
     expectAll(b, false, "bare 402");
     rounds402.push({ gw: g, bare: b });
     console.log(
-      `402 round ${i + 1}: cidgate ${f0(g.rps)} req/s p50 ${f2(g.p50Ms)} ms p99 ${f2(g.p99Ms)} ms | bare ${f0(b.rps)} req/s p50 ${f2(b.p50Ms)} ms p99 ${f2(b.p99Ms)} ms | ratio ${pct(g.rps / b.rps)}`,
+      `402 round ${i + 1}: cidgate ${f0(g.rps)} req/s p50 ${f2(g.p50Ms)} ms p99 ${f2(g.p99Ms)} ms ${cpuText(g)} | bare ${f0(b.rps)} req/s p50 ${f2(b.p50Ms)} ms p99 ${f2(b.p99Ms)} ms ${cpuText(b)} | ratio ${pct(g.rps / b.rps)}`,
     );
   }
   const ratio402 = median(rounds402.map((r) => r.gw.rps / r.bare.rps));
   const p99402 = median(rounds402.map((r) => r.gw.p99Ms));
-  verdicts.push([`402 path: ${pct(ratio402)} of bare req/s (target >= ${pct(TARGETS.rpsRatio)})`, ratio402 >= TARGETS.rpsRatio]);
+  const cpu402 = median(rounds402.map((r) => r.gw.serverCpuUsPerRequest ?? Number.NaN));
+  const cpuBare = median(rounds402.map((r) => r.bare.serverCpuUsPerRequest ?? Number.NaN));
+  console.log(`402 capacity from server CPU per request (insensitive to other load): cidgate ${f1(cpu402)} us, bare ${f1(cpuBare)} us -> ${pct(cpuBare / cpu402)}`);
+  verdicts.push([`402 path: ${pct(ratio402)} of bare req/s (target >= ${pct(TARGETS.rpsRatio)}); by CPU per request ${pct(cpuBare / cpu402)}`, ratio402 >= TARGETS.rpsRatio]);
   verdicts.push([`402 path: p99 ${f2(p99402)} ms at ${CONNECTIONS} connections (target < ${TARGETS.p99Ms} ms)`, p99402 < TARGETS.p99Ms]);
   results.push(
     `| 402 path, ${CONNECTIONS} conns | ${f0(median(rounds402.map((r) => r.gw.rps)))} req/s, p99 ${f2(p99402)} ms | ${f0(median(rounds402.map((r) => r.bare.rps)))} req/s, p99 ${f2(median(rounds402.map((r) => r.bare.p99Ms)))} ms | ${pct(ratio402)} |`,
+    `| 402 path, server CPU per request | ${f1(cpu402)} us | ${f1(cpuBare)} us | ${pct(cpuBare / cpu402)} |`,
   );
 
   // 2. Forged proofs ---------------------------------------------------------
@@ -291,20 +297,21 @@ try {
   for (let i = 0; i < ROUNDS; i++) {
     const v2 = i % 2 === 1;
     writeFileSync(forgedFile, (v2 ? forgedV2 : forgedV1).join("\n"));
-    const r = await load(smallUrl, { rotate: { header: v2 ? "PAYMENT-SIGNATURE" : "X-PAYMENT", file: forgedFile } });
+    const r = await load(smallUrl, { rotate: { header: v2 ? "PAYMENT-SIGNATURE" : "X-PAYMENT", file: forgedFile }, serverPid: gw.proc.pid });
     expectOnly(r, 403, "forged proofs");
     forgedRounds.push(r);
-    console.log(`forged round ${i + 1} (${v2 ? "v2" : "v1"}, ${f0(FORGED)} distinct proofs): ${f0(r.rps)} rejections/s, p50 ${f2(r.p50Ms)} ms p99 ${f2(r.p99Ms)} ms, ${statusLine(r)}`);
+    console.log(`forged round ${i + 1} (${v2 ? "v2" : "v1"}, ${f0(FORGED)} distinct proofs): ${f0(r.rps)} rejections/s, p50 ${f2(r.p50Ms)} ms p99 ${f2(r.p99Ms)} ms ${cpuText(r)}, ${statusLine(r)}`);
   }
   const after = await facilitatorStats();
   const facilitatorCalls = after.verify - before.verify + (after.settle - before.settle);
   const forgedTotal = forgedRounds.reduce((a, r) => a + r.requests, 0);
   const forgedRps = median(forgedRounds.map((r) => r.rps));
-  console.log(`facilitator calls during ${f0(forgedTotal)} forged requests: ${facilitatorCalls}`);
+  const forgedCpu = median(forgedRounds.map((r) => r.serverCpuUsPerRequest ?? Number.NaN));
+  console.log(`facilitator calls during ${f0(forgedTotal)} forged requests: ${facilitatorCalls}; one core's capacity by CPU per rejection: ${f0(1e6 / forgedCpu)}/s`);
   verdicts.push([`forged proofs: ${f0(forgedRps)} rejections/s (target >= ${f0(TARGETS.forgedPerSecond)})`, forgedRps >= TARGETS.forgedPerSecond]);
   verdicts.push([`forged proofs: ${facilitatorCalls} facilitator calls in ${f0(forgedTotal)} requests (target 0)`, facilitatorCalls === 0]);
   results.push(
-    `| forged proofs (bad signature), ${CONNECTIONS} conns | ${f0(forgedRps)} rejections/s, p99 ${f2(median(forgedRounds.map((r) => r.p99Ms)))} ms, ${facilitatorCalls} facilitator calls in ${f0(forgedTotal)} | — | — |`,
+    `| forged proofs (bad signature), ${CONNECTIONS} conns | ${f0(forgedRps)} rejections/s, p99 ${f2(median(forgedRounds.map((r) => r.p99Ms)))} ms, ${f0(forgedCpu)} us CPU each, ${facilitatorCalls} facilitator calls in ${f0(forgedTotal)} | — | — |`,
   );
 
   // 4. The paid request, end to end on the local chain -------------------------

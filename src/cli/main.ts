@@ -2,6 +2,8 @@
 /**
  * The `cidgate` command. Each subcommand lives in its own file under cli/.
  */
+export {};
+
 const commands: Record<string, () => Promise<{ run(args: string[]): Promise<number> }>> = {
   serve: async () => ({ run: async () => (await import("../index"), new Promise<number>(() => {})) }),
   token: async () => import("./token"),

@@ -4,9 +4,8 @@
  * into the data folder). Only the token goes to stdout, so it can be captured:
  *   TOKEN=$(bun run --silent cidgate token create --scope read)
  */
-import { createToken, parseScopes } from "../http/auth";
 import { jwtSecretPath, resolveJwtSecret } from "../http/jwt-secret";
-import { parseTtl } from "../http/token";
+import { createToken, parseScopes, parseTtl } from "../http/token";
 import { loadSettings, SettingsError } from "../settings";
 
 const USAGE = `usage: cidgate token create [--scope read,write] [--ttl 30d]
@@ -62,7 +61,7 @@ export async function run(args: string[]): Promise<number> {
     throw e;
   }
   const secret = resolveJwtSecret(settings);
-  const token = createToken(secret, { scopes, ttlSeconds });
+  const token = await createToken(secret, { scopes, ttlSeconds });
   const expires = new Date((Math.floor(Date.now() / 1000) + ttlSeconds) * 1000).toISOString();
   const from = settings.jwtSecret !== undefined ? "JWT_SECRET" : jwtSecretPath(settings);
   console.error(`scopes: ${scopes.join(",")}; expires ${expires}; signed with ${from}`);

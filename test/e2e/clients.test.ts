@@ -95,7 +95,7 @@ describe("real x402 clients pay on the local chain", () => {
   test("the creator sees every payment and the revenue in GET /v3/x402/payments", async () => {
     const { createToken } = await import("../../src/http/auth");
     const { STACK_JWT_SECRET } = await import("./stack");
-    const token = createToken(STACK_JWT_SECRET, { scopes: ["read"], ttlSeconds: 60 });
+    const token = await createToken(STACK_JWT_SECRET, { scopes: ["read"], ttlSeconds: 60 });
     const res = await fetch(`${stack.url}/v3/x402/payments?state=settled`, { headers: { Authorization: `Bearer ${token}` } });
     const { data } = (await res.json()) as any;
     expect(data.payments).toHaveLength(3);

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { PinataSDK } from "pinata";
 import { BASE_SEPOLIA_USDC, CID_V0, CID_V1, makeHarness, PAY_TO } from "../instructions/harness";
 
-const h = makeHarness();
+const h = await makeHarness();
 let pinata: PinataSDK;
 let readOnly: PinataSDK;
 

@@ -1,22 +1,28 @@
 import { describe, expect, test } from "bun:test";
 import { createHmac } from "node:crypto";
-import { createToken, verifyToken } from "../../src/http/auth";
-import { parseTtl } from "../../src/http/token";
+import { createToken } from "../../src/http/auth";
+import { checkToken, parseTtl, tokenPlugin } from "../../src/http/token";
 import { CID_V1, makeHarness, PREFIX, requirement, SECRET } from "../instructions/harness";
 
 const b64 = (v: unknown) => Buffer.from(typeof v === "string" ? v : JSON.stringify(v)).toString("base64url");
 const now = () => Math.floor(Date.now() / 1000);
 
-/** A token with any header and claims, signed with HMAC-SHA256 over `secret` unless `sig` is given. */
+/**
+ * A token with any header and claims, signed with HMAC over `secret` unless `sig` is given:
+ * SHA-512 when the header says HS512 (a genuine HS512 token), SHA-256 otherwise.
+ */
 function forge(header: Record<string, unknown>, claims: Record<string, unknown>, secret = SECRET, sig?: string) {
   const input = `${b64(header)}.${b64(claims)}`;
-  return `${input}.${sig ?? createHmac("sha256", secret).update(input).digest("base64url")}`;
+  return `${input}.${sig ?? createHmac(header.alg === "HS512" ? "sha512" : "sha256", secret).update(input).digest("base64url")}`;
 }
+
+/** Checks with the same @elysiajs/jwt decorator the auth macro uses. */
+const verify = (token: string, secret = SECRET, now?: number) => checkToken(tokenPlugin(secret).decorator.jwt, token, now);
 
 const good = () => ({ scope: "read write", exp: now() + 600, iat: now() });
 
 describe("rejected tokens get 401 in the error shape", () => {
-  const rejected: [string, () => string | null, string?][] = [
+  const rejected: [string, () => string | null | Promise<string>][] = [
     ["no Authorization header", () => null],
     ["another scheme", () => `Basic ${btoa("admin:admin")}`],
     ["Bearer with nothing", () => "Bearer "],
@@ -27,29 +33,29 @@ describe("rejected tokens get 401 in the error shape", () => {
     ["alg HS512", () => `Bearer ${forge({ alg: "HS512", typ: "JWT" }, good())}`],
     ["alg RS256", () => `Bearer ${forge({ alg: "RS256", typ: "JWT" }, good())}`],
     ["alg hs256 (case)", () => `Bearer ${forge({ alg: "hs256" }, good())}`],
-    ["wrong secret", () => `Bearer ${createToken("another-secret-of-at-least-32-characters!", { scopes: ["read", "write"], ttlSeconds: 600 })}`],
+    ["wrong secret", async () => `Bearer ${await createToken("another-secret-of-at-least-32-characters!", { scopes: ["read", "write"], ttlSeconds: 600 })}`],
     [
       "tampered claims",
-      () => {
-        const [h, , s] = createToken(SECRET, { scopes: ["read"], ttlSeconds: 600 }).split(".");
+      async () => {
+        const [h, , s] = (await createToken(SECRET, { scopes: ["read"], ttlSeconds: 600 })).split(".");
         return `Bearer ${h}.${b64(good())}.${s}`;
       },
     ],
-    ["truncated signature", () => `Bearer ${createToken(SECRET, { scopes: ["read", "write"], ttlSeconds: 600 }).slice(0, -4)}`],
-    ["expired", () => `Bearer ${createToken(SECRET, { scopes: ["read", "write"], ttlSeconds: 60, now: now() - 120 })}`],
+    ["truncated signature", async () => `Bearer ${(await createToken(SECRET, { scopes: ["read", "write"], ttlSeconds: 600 })).slice(0, -4)}`],
+    ["expired", async () => `Bearer ${await createToken(SECRET, { scopes: ["read", "write"], ttlSeconds: 60, now: now() - 120 })}`],
     ["no exp", () => `Bearer ${forge({ alg: "HS256", typ: "JWT" }, { scope: "read write" })}`],
     [
       "not yet valid (nbf)",
-      () => `Bearer ${createToken(SECRET, { scopes: ["read", "write"], ttlSeconds: 600, notBefore: now() + 300 })}`,
+      async () => `Bearer ${await createToken(SECRET, { scopes: ["read", "write"], ttlSeconds: 600, notBefore: now() + 300 })}`,
     ],
     ["crit header", () => `Bearer ${forge({ alg: "HS256", crit: ["exp"] }, good())}`],
   ];
   for (const [what, header] of rejected) {
     test(what, async () => {
-      const h = makeHarness();
+      const h = await makeHarness();
       const pi = await h.create();
       const before = h.snapshot();
-      const value = header();
+      const value = await header();
       const headers: Record<string, string> = value === null ? {} : { authorization: value };
       for (const [method, path, body] of [
         ["GET", PREFIX],
@@ -70,7 +76,7 @@ describe("rejected tokens get 401 in the error shape", () => {
 
 describe("scopes", () => {
   test("a read token reads but gets 403 on every write", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const pi = await h.create();
     const before = h.snapshot();
     expect((await h.call("GET", PREFIX, { token: h.tokens.read })).status).toBe(200);
@@ -90,43 +96,46 @@ describe("scopes", () => {
   });
 
   test("a write-only token cannot read", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     expect((await h.call("GET", PREFIX, { token: h.tokens.write })).status).toBe(403);
     expect((await h.call("POST", PREFIX, { token: h.tokens.write, body: { name: "x", payment_requirements: [requirement()] } })).status).toBe(200);
   });
 
   test("auth comes before validation: an anonymous bad body is a 401, not a 400", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const res = await h.call("POST", PREFIX, { token: null, body: { name: "" } });
     expect(res.status).toBe(401);
   });
 
   test("the gateway and the API docs need no token", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     expect((await h.call("GET", `/x402/cid/${CID_V1}`, { token: null })).status).not.toBe(401);
     expect((await h.call("GET", "/openapi/json", { token: null })).status).toBe(200);
   });
 });
 
-describe("verifyToken", () => {
+describe("checkToken", () => {
   test("accepts its own tokens with their scopes; lowercase Bearer works over HTTP too", async () => {
-    const t = createToken(SECRET, { scopes: ["read"], ttlSeconds: 60 });
-    const r = verifyToken(t, SECRET);
-    expect(r.ok && r.scopes).toEqual(["read"]);
-    const h = makeHarness();
+    const t = await createToken(SECRET, { scopes: ["read"], ttlSeconds: 60 });
+    expect((await verify(t))?.scopes).toEqual(["read"]);
+    const h = await makeHarness();
     expect((await h.call("GET", PREFIX, { token: null, headers: { authorization: `bearer ${h.tokens.read}` } })).status).toBe(200);
   });
 
-  test("names the reason of each rejection", () => {
-    const expired = createToken(SECRET, { scopes: ["read"], ttlSeconds: 10, now: 1000 });
-    expect(verifyToken(expired, SECRET, 1010)).toEqual({ ok: false, reason: "expired" });
-    expect(verifyToken(expired, SECRET, 1009).ok).toBe(true);
-    const later = createToken(SECRET, { scopes: ["read"], ttlSeconds: 100, now: 1000, notBefore: 1050 });
-    expect(verifyToken(later, SECRET, 1049)).toEqual({ ok: false, reason: "not_yet_valid" });
-    expect(verifyToken(later, SECRET, 1050).ok).toBe(true);
-    expect(verifyToken(forge({ alg: "none" }, good()), SECRET)).toEqual({ ok: false, reason: "algorithm" });
-    expect(verifyToken(forge({ alg: "HS256" }, good(), "x".repeat(40)), SECRET)).toEqual({ ok: false, reason: "signature" });
-    expect(verifyToken("a.b", SECRET)).toEqual({ ok: false, reason: "malformed" });
+  test("exp and nbf bound validity to the second; other rejections", async () => {
+    const expired = await createToken(SECRET, { scopes: ["read"], ttlSeconds: 10, now: 1000 });
+    expect(await verify(expired, SECRET, 1010)).toBeUndefined();
+    expect(await verify(expired, SECRET, 1009)).toBeDefined();
+    const later = await createToken(SECRET, { scopes: ["read"], ttlSeconds: 100, now: 1000, notBefore: 1050 });
+    expect(await verify(later, SECRET, 1049)).toBeUndefined();
+    expect(await verify(later, SECRET, 1050)).toBeDefined();
+    expect(await verify(forge({ alg: "HS256", typ: "JWT" }, good()))).toBeDefined();
+    expect(await verify(forge({ alg: "none" }, good()))).toBeUndefined();
+    expect(await verify(forge({ alg: "HS512", typ: "JWT" }, good()))).toBeUndefined();
+    expect(await verify(forge({ alg: "HS256", typ: "JWT" }, good(), "x".repeat(40)))).toBeUndefined();
+    expect(await verify(forge({ alg: "HS256", typ: "JWT" }, { exp: now() + 600 }))).toBeUndefined();
+    expect(await verify(forge({ alg: "HS256", typ: "JWT" }, { ...good(), scope: ["read"] }))).toBeUndefined();
+    expect(await verify("a.b")).toBeUndefined();
   });
 
   test("parseTtl", () => {

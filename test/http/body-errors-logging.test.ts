@@ -6,7 +6,7 @@ const validBody = () => ({ name: "Premium", payment_requirements: [requirement()
 
 describe("request bodies through app.handle", () => {
   test("over 1 MiB is a 413 (declared length), nothing stored", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const body = JSON.stringify({ ...validBody(), description: "d".repeat(MAX_BODY_BYTES) });
     const res = await h.call("POST", PREFIX, { body });
     expect(res.status).toBe(413);
@@ -15,7 +15,7 @@ describe("request bodies through app.handle", () => {
   });
 
   test("over 1 MiB without Content-Length (chunked stream) is a 413 too", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const chunk = new TextEncoder().encode("x".repeat(64 * 1024));
     let sent = 0;
     const stream = new ReadableStream<Uint8Array>({
@@ -37,14 +37,14 @@ describe("request bodies through app.handle", () => {
   });
 
   test("a body of just under 1 MiB is still accepted", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const padding = MAX_BODY_BYTES - JSON.stringify({ ...validBody(), pad: "" }).length;
     const res = await h.call("POST", PREFIX, { body: JSON.stringify({ ...validBody(), pad: "p".repeat(padding) }) });
     expect(res.status).toBe(200);
   });
 
   test("a non-JSON body is a 415, nothing stored", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     for (const type of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]) {
       const res = await h.call("POST", PREFIX, { body: JSON.stringify(validBody()), headers: { "content-type": type } });
       expect(res.status).toBe(415);
@@ -62,7 +62,7 @@ describe("request bodies through app.handle", () => {
   });
 
   test("JSON with a charset parameter is fine; broken JSON is a 400 invalid_json", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const ok = await h.call("POST", PREFIX, { body: validBody(), headers: { "content-type": "application/json; charset=utf-8" } });
     expect(ok.status).toBe(200);
     const bad = await h.call("POST", PREFIX, { body: '{"name": "x",' });
@@ -71,7 +71,7 @@ describe("request bodies through app.handle", () => {
   });
 
   test("PUT with Content-Type: application/json and no body (as the pinata SDK sends) is fine", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const pi = await h.create();
     const res = await h.call("PUT", `${PREFIX}/${pi.id}/cids/bafkreih5aznjvttude6c3wbvqeebb6rlx5wkbzyppv7garjiubll2ceym4`, {
       headers: { "content-type": "application/json" },
@@ -82,7 +82,7 @@ describe("request bodies through app.handle", () => {
 
 describe("error shape", () => {
   test("unknown routes and methods answer JSON in the one shape, never HTML", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     for (const [method, path] of [
       ["GET", "/nope"],
       ["GET", "/v3/x402/nothing"],
@@ -97,7 +97,7 @@ describe("error shape", () => {
   });
 
   test("a database failure is a 500 with no internals", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     h.db.sqlite.exec("DROP TABLE cid_mappings");
     const realError = console.error;
     const printed: string[] = [];
@@ -117,7 +117,7 @@ describe("error shape", () => {
 
 describe("request log", () => {
   test("one line per request with method, path, real status, duration and request id; no token, no query", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     await h.call("GET", "/nope");
     await h.call("GET", `${PREFIX}?name=secret-filter`);
     await h.call("POST", PREFIX, { token: null, body: validBody() });
@@ -143,7 +143,7 @@ describe("request log", () => {
   });
 
   test("answers carry the request id", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const res = await h.call("GET", PREFIX, { headers: { "x-request-id": "abc" } });
     expect(res.headers.get("x-request-id")).toBe("abc");
     expect((await h.call("GET", "/nope")).headers.get("x-request-id")).toBeTruthy();

@@ -50,7 +50,7 @@ describe("JWT secret", () => {
 
 describe("OpenAPI", () => {
   test("/openapi/json documents every management route from the TypeBox models, with the bearer scheme", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const res = await h.call("GET", "/openapi/json", { token: null });
     expect(res.status).toBe(200);
     const doc = res.json;
@@ -79,7 +79,7 @@ describe("OpenAPI", () => {
   });
 
   test("/openapi is a self-contained page: no external script or stylesheet", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const res = await h.call("GET", "/openapi", { token: null });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/html");

@@ -2,7 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { verifyToken } from "../../src/http/token";
+import { checkToken, tokenPlugin } from "../../src/http/token";
+
+const verify = (token: string, secret: string) => checkToken(tokenPlugin(secret).decorator.jwt, token);
 
 const MAIN = join(import.meta.dir, "../../src/cli/main.ts");
 
@@ -12,7 +14,7 @@ function cidgate(args: string[], env: Record<string, string>) {
 }
 
 describe("cidgate token create", () => {
-  test("prints only a token on stdout, signed with the generated secret, with scopes and expiry", () => {
+  test("prints only a token on stdout, signed with the generated secret, with scopes and expiry", async () => {
     const dir = mkdtempSync(join(tmpdir(), "cidgate-cli-"));
     try {
       const env = { CIDGATE_DB: join(dir, "cidgate.db") };
@@ -22,26 +24,23 @@ describe("cidgate token create", () => {
       const { resolveJwtSecret } = require("../../src/http/jwt-secret");
       const secret = resolveJwtSecret({ jwtSecret: undefined, dataDir: dir });
       expect(statSync(join(dir, "jwt-secret")).mode & 0o777).toBe(0o600);
-      const v = verifyToken(r.out, secret);
-      expect(v.ok).toBe(true);
-      if (v.ok) {
-        expect(v.scopes).toEqual(["read"]);
-        expect(v.claims.exp - Math.floor(Date.now() / 1000)).toBeWithin(7190, 7201);
-      }
+      const v = await verify(r.out, secret);
+      expect(v?.scopes).toEqual(["read"]);
+      expect(v!.claims.exp - Math.floor(Date.now() / 1000)).toBeWithin(7190, 7201);
       // a second token uses the same secret
       const again = cidgate(["token", "create", "--scope=read,write", "--ttl=30d"], env);
-      const v2 = verifyToken(again.out, secret);
-      expect(v2.ok && v2.scopes).toEqual(["read", "write"]);
+      expect((await verify(again.out, secret))?.scopes).toEqual(["read", "write"]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });
 
-  test("JWT_SECRET is used when set", () => {
+  test("JWT_SECRET is used when set", async () => {
     const secret = "an-explicit-secret-of-32-characters-or-more";
     const r = cidgate(["token", "create"], { JWT_SECRET: secret, CIDGATE_DB: ":memory:" });
     expect(r.code).toBe(0);
-    expect(verifyToken(r.out, secret).ok).toBe(true);
+    expect(await verify(r.out, secret)).toBeDefined();
+    expect(await verify(r.out, "another-secret-of-32-characters-or-more!")).toBeUndefined();
   });
 
   test("bad scope, bad ttl or unknown option exit 2 with a one-line reason and no token", () => {

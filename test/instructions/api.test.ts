@@ -16,7 +16,7 @@ const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 describe("create", () => {
   test("answers {data: PaymentInstruction} with a UUIDv7, version 1, ISO UTC time, canonical requirement", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const res = await h.call("POST", PREFIX, {
       body: {
         name: "Premium",
@@ -41,7 +41,7 @@ describe("create", () => {
   });
 
   test("accepts every network spelling and stores the canonical name", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     for (const [spelling, canonical, usdc] of [
       ["base", "base", BASE_USDC],
       ["eip155:8453", "base", BASE_USDC],
@@ -54,7 +54,7 @@ describe("create", () => {
   });
 
   test("accepts the older field max_amount_required as amount", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const { amount: _, ...rest } = requirement();
     const pi = await h.create({ payment_requirements: [{ ...rest, max_amount_required: "25000" }] });
     expect((pi.payment_requirements as { amount: string }[])[0].amount).toBe("25000");
@@ -62,7 +62,7 @@ describe("create", () => {
 
   test("USDC_ADDRESS_BASE_SEPOLIA replaces the expected asset (local test chains)", async () => {
     const token = "0x5FbDB2315678afecb367f032d93F642f64180aa3";
-    const h = makeHarness({ USDC_ADDRESS_BASE_SEPOLIA: token });
+    const h = await makeHarness({ USDC_ADDRESS_BASE_SEPOLIA: token });
     const pi = await h.create({ payment_requirements: [requirement({ asset: token.toLowerCase() })] });
     expect((pi.payment_requirements as { asset: string }[])[0].asset).toBe(token);
     const real = await h.call("POST", PREFIX, { body: { name: "x", payment_requirements: [requirement()] } });
@@ -119,7 +119,7 @@ describe("validation: 400 naming the field, database unchanged", () => {
   ];
   for (const [what, body, field] of cases) {
     test(`create: ${what} -> ${field}`, async () => {
-      const h = makeHarness();
+      const h = await makeHarness();
       await h.create();
       const before = h.snapshot();
       const res = await h.call("POST", PREFIX, { body });
@@ -132,7 +132,7 @@ describe("validation: 400 naming the field, database unchanged", () => {
   }
 
   test("a body that is not an object is a 400", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     for (const body of ["[]", "42", '"text"', "null"]) {
       const res = await h.call("POST", PREFIX, { body });
       expect(res.status).toBe(400);
@@ -142,7 +142,7 @@ describe("validation: 400 naming the field, database unchanged", () => {
   });
 
   test("patch: each bad field is a 400 naming it, and nothing changes", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const pi = await h.create();
     const before = h.snapshot();
     for (const [body, field] of [
@@ -160,7 +160,7 @@ describe("validation: 400 naming the field, database unchanged", () => {
   });
 
   test("list: limit outside 1..1000 or not a number is a 400 naming limit", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     for (const limit of ["0", "1001", "-1", "abc", "1.5", ""]) {
       const res = await h.call("GET", `${PREFIX}?limit=${limit}`);
       if (limit === "") continue; // an empty value means "not given"
@@ -176,7 +176,7 @@ describe("validation: 400 naming the field, database unchanged", () => {
   });
 
   test("list: a garbage pageToken, cid or id filter is a 400 naming it", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     for (const [q, field] of [
       ["pageToken=garbage!", "pageToken"],
       ["pageToken=Zm9v", "pageToken"],
@@ -192,7 +192,7 @@ describe("validation: 400 naming the field, database unchanged", () => {
 
 describe("get / patch / delete", () => {
   test("unknown or malformed id is a 404 in the error shape", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     for (const id of ["01900000-0000-7000-8000-000000000000", "nope"]) {
       for (const [method, body] of [["GET"], ["PATCH", { name: "x" }], ["DELETE"]] as const) {
         const res = await h.call(method, `${PREFIX}/${id}`, { body });
@@ -203,7 +203,7 @@ describe("get / patch / delete", () => {
   });
 
   test("patch keeps omitted fields, replaces the requirement list, bumps version only on change", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const pi = await h.create({ description: "first" });
     const renamed = await h.call("PATCH", `${PREFIX}/${pi.id}`, { body: { name: "Renamed" } });
     expect(renamed.status).toBe(200);
@@ -234,7 +234,7 @@ describe("get / patch / delete", () => {
   });
 
   test("patch with an empty body or no body is a 400", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const pi = await h.create();
     const before = h.snapshot();
     expect((await h.call("PATCH", `${PREFIX}/${pi.id}`, { body: {} })).status).toBe(400);
@@ -243,7 +243,7 @@ describe("get / patch / delete", () => {
   });
 
   test("delete answers {data:{}} and the instruction is gone; 409 while CIDs are attached", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const pi = await h.create();
     await h.call("PUT", `${PREFIX}/${pi.id}/cids/${CID_V1}`);
     const before = h.snapshot();
@@ -261,7 +261,7 @@ describe("get / patch / delete", () => {
 
 describe("CIDs", () => {
   test("attach answers the association; idempotent for the same instruction", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const pi = await h.create();
     const first = await h.call("PUT", `${PREFIX}/${pi.id}/cids/${CID_V1}`);
     expect(first.status).toBe(200);
@@ -273,7 +273,7 @@ describe("CIDs", () => {
   });
 
   test("a CID of another instruction is a 409 and stays where it was", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const a = await h.create({ name: "a" });
     const b = await h.create({ name: "b" });
     await h.call("PUT", `${PREFIX}/${a.id}/cids/${CID_V1}`);
@@ -285,7 +285,7 @@ describe("CIDs", () => {
   });
 
   test("CIDs are parsed: v0 and v1 accepted (v1 normalized to base32), anything else 400", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const pi = await h.create();
     expect((await h.call("PUT", `${PREFIX}/${pi.id}/cids/${CID_V0}`)).json.data.cid).toBe(CID_V0);
     // the same v1 CID in base36 is stored in its base32 form
@@ -304,7 +304,7 @@ describe("CIDs", () => {
   });
 
   test("detach removes it (404 when not attached); list pages through CIDs", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const pi = await h.create();
     const { CID } = await import("multiformats/cid");
     const { sha256 } = await import("multiformats/hashes/sha2");
@@ -331,7 +331,7 @@ describe("CIDs", () => {
   });
 
   test("CID routes of an unknown instruction are 404", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const id = "01900000-0000-7000-8000-000000000000";
     expect((await h.call("PUT", `${PREFIX}/${id}/cids/${CID_V1}`)).status).toBe(404);
     expect((await h.call("DELETE", `${PREFIX}/${id}/cids/${CID_V1}`)).status).toBe(404);
@@ -341,7 +341,7 @@ describe("CIDs", () => {
 
 describe("list", () => {
   test("newest first, keyset pages, next_page_token omitted on the last page", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const ids: string[] = [];
     for (let i = 0; i < 7; i++) ids.push((await h.create({ name: `n${i}` })).id);
     const newestFirst = [...ids].reverse();
@@ -362,7 +362,7 @@ describe("list", () => {
   });
 
   test("pages stay correct while instructions are added or removed between calls", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const ids: string[] = [];
     for (let i = 0; i < 6; i++) ids.push((await h.create({ name: `n${i}` })).id);
     const p1 = await h.call("GET", `${PREFIX}?limit=2`); // n5, n4
@@ -376,7 +376,7 @@ describe("list", () => {
   });
 
   test("filters: cid (at most one), name, id; combined with paging", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const a = await h.create({ name: "alpha" });
     const b1 = await h.create({ name: "beta" });
     const b2 = await h.create({ name: "beta" });
@@ -396,7 +396,7 @@ describe("list", () => {
 });
 
 describe("instructions declared in a pricing file", () => {
-  function seedFileInstruction(h: ReturnType<typeof makeHarness>) {
+  function seedFileInstruction(h: Awaited<ReturnType<typeof makeHarness>>) {
     const now = new Date().toISOString();
     const id = Bun.randomUUIDv7();
     h.db
@@ -416,13 +416,13 @@ describe("instructions declared in a pricing file", () => {
   }
 
   test("reads show the source", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const id = seedFileInstruction(h);
     expect((await h.call("GET", `${PREFIX}/${id}`)).json.data.source).toBe("file:prices/premium.yaml#ebook");
   });
 
   test("patch, delete, attach and detach are 409 naming the file to edit; nothing changes", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const id = seedFileInstruction(h);
     const before = h.snapshot();
     for (const [method, path, body] of [
@@ -439,7 +439,7 @@ describe("instructions declared in a pricing file", () => {
   });
 
   test("attaching its CID to an API instruction is a 409 naming the file", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     seedFileInstruction(h);
     const pi = await h.create();
     const res = await h.call("PUT", `${PREFIX}/${pi.id}/cids/${CID_V1}`);

@@ -28,7 +28,7 @@ export function requirement(overrides: Record<string, unknown> = {}) {
   return { network: "base-sepolia", asset: BASE_SEPOLIA_USDC.toLowerCase(), pay_to: PAY_TO.toLowerCase(), amount: "10000", ...overrides };
 }
 
-export function makeHarness(env: Record<string, string> = {}) {
+export async function makeHarness(env: Record<string, string> = {}) {
   const settings = loadSettings({ CIDGATE_DB: ":memory:", CIDGATE_CONFIG_DIR: "/nonexistent", CIDGATE_CONTENT_DIR: "/nonexistent", ...env });
   const db = openDb(":memory:");
   const logLines: Record<string, unknown>[] = [];
@@ -37,9 +37,9 @@ export function makeHarness(env: Record<string, string> = {}) {
   (log as unknown as { info: (o: Record<string, unknown>) => void }).info = (o) => void logLines.push(o);
   const app = createApp({ settings, db, log, jwtSecret: SECRET, facilitator: unusedFacilitator });
   const tokens = {
-    rw: createToken(SECRET, { scopes: ["read", "write"], ttlSeconds: 600 }),
-    read: createToken(SECRET, { scopes: ["read"], ttlSeconds: 600 }),
-    write: createToken(SECRET, { scopes: ["write"], ttlSeconds: 600 }),
+    rw: await createToken(SECRET, { scopes: ["read", "write"], ttlSeconds: 600 }),
+    read: await createToken(SECRET, { scopes: ["read"], ttlSeconds: 600 }),
+    write: await createToken(SECRET, { scopes: ["write"], ttlSeconds: 600 }),
   };
   const token = (scopes: Scope[]) => createToken(SECRET, { scopes, ttlSeconds: 600 });
 

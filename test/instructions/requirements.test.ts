@@ -56,7 +56,7 @@ describe("normalizeRequirement (shared with the pricing loader)", () => {
 
 describe("getInstructionForCid (the gateway's read)", () => {
   test("finds the instruction by any spelling of the CID; undefined for unknown or invalid", async () => {
-    const h = makeHarness();
+    const h = await makeHarness();
     const pi = await h.create();
     await h.call("PUT", `${PREFIX}/${pi.id}/cids/${CID_V1}`);
     const found = getInstructionForCid(h.db, CID_V1);

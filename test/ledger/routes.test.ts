@@ -6,8 +6,8 @@ import { FacilitatorUnavailableError } from "../../src/facilitator/types";
 
 let f: Fixture;
 let app: ReturnType<typeof makeApp>;
-const read = createToken(JWT_SECRET, { scopes: ["read"], ttlSeconds: 600 });
-const writeOnly = createToken(JWT_SECRET, { scopes: ["write"], ttlSeconds: 600 });
+const read = await createToken(JWT_SECRET, { scopes: ["read"], ttlSeconds: 600 });
+const writeOnly = await createToken(JWT_SECRET, { scopes: ["write"], ttlSeconds: 600 });
 const CID_A = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
 const CID_B = "bafkreidgvpkjawlxz6sffxzwgooowe5yt7i6wsyg236mfoks77nywkptdq";
 const PAYER = "0x1111111111111111111111111111111111111111";

@@ -16,7 +16,7 @@ const unusedFacilitator: Facilitator = {
   supported: () => Promise.reject(new Error("unused")),
 };
 
-export function makeApp(opts: { settings: Settings; db: Db; pricing?: Pricing }) {
+export async function makeApp(opts: { settings: Settings; db: Db; pricing?: Pricing }) {
   const app = createApp({
     settings: opts.settings,
     db: opts.db,
@@ -27,7 +27,7 @@ export function makeApp(opts: { settings: Settings; db: Db; pricing?: Pricing })
   });
   return {
     app,
-    read: createToken(SECRET, { scopes: ["read"], ttlSeconds: 600 }),
-    write: createToken(SECRET, { scopes: ["write"], ttlSeconds: 600 }),
+    read: await createToken(SECRET, { scopes: ["read"], ttlSeconds: 600 }),
+    write: await createToken(SECRET, { scopes: ["write"], ttlSeconds: 600 }),
   };
 }

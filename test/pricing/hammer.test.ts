@@ -51,7 +51,7 @@ beforeAll(async () => {
   const pricing = createPricing({ db, settings: dirs.settings, env: {} });
   expect(pricing.reload("start").result).toBe("applied");
   watcher = watchPricing({ configDir: dirs.configDir, pricing, debounceMs: 10 });
-  const made = makeApp({ settings: dirs.settings, db, pricing });
+  const made = await makeApp({ settings: dirs.settings, db, pricing });
   read = made.read;
   made.app.listen({ port: 0, hostname: "127.0.0.1" });
   server = { port: made.app.server!.port!, stop: async () => void (await made.app.stop(true)) };

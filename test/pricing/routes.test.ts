@@ -17,7 +17,7 @@ afterEach(() => {
 
 describe("GET /v3/x402/config", () => {
   test("needs a token with read scope", async () => {
-    const { app, write } = makeApp({ settings: dirs.settings, db });
+    const { app, write } = await makeApp({ settings: dirs.settings, db });
     expect((await app.handle(new Request("http://localhost/v3/x402/config"))).status).toBe(401);
     const res = await app.handle(new Request("http://localhost/v3/x402/config", { headers: { authorization: `Bearer ${write}` } }));
     expect(res.status).toBe(403);
@@ -26,7 +26,7 @@ describe("GET /v3/x402/config", () => {
 
   test("shows the last reload: time, result, changes and every error with its position", async () => {
     const pricing = createPricing({ db, settings: dirs.settings, env: {} });
-    const { app, read, write } = makeApp({ settings: dirs.settings, db, pricing });
+    const { app, read, write } = await makeApp({ settings: dirs.settings, db, pricing });
     const get = async () =>
       (await (await app.handle(new Request("http://localhost/v3/x402/config", { headers: { authorization: `Bearer ${read}` } }))).json()) as {
         data: Record<string, any>;
