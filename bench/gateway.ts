@@ -5,19 +5,23 @@
  *      (same status, headers, body): req/s and p99 at 64 connections;
  *   2. forged proofs (bad signature, a distinct proof per request so no cache
  *      helps): rejections/s, and zero facilitator calls;
- *   3. a 100 MiB paid download vs bare Bun.file: throughput, peak RSS;
+ *   3. a 100 MiB paid download vs bare Bun.file: throughput, peak RSS
+ *      (run last, in a fresh cidgate process, so the peak is the download's);
  *   4. the paid request on the local chain, end to end, with the gateway's
  *      own share (total - facilitator verify+settle) apart.
  *
  *   bun run bench:gateway              (npx bun bench/gateway.ts)
  *   BENCH_SECONDS=5 BENCH_ROUNDS=3 BENCH_PAID=100 LOG_LEVEL=info   (defaults)
  *
- * Needs wrk (Debian/Ubuntu: `apt-get install -y wrk`; macOS: `brew install wrk`).
+ * Needs wrk (Debian/Ubuntu: `apt-get install -y wrk`; macOS: `brew install wrk`)
+ * and Linux for taskset and /proc (server CPU time per request, RSS).
  * Each server runs in its own process pinned to CPU 0; wrk, this process and
- * anvil run on CPU 1 (taskset; unpinned without it). The servers log as
- * production does (LOG_LEVEL, default info) to /dev/null. About two minutes;
- * everything started here (anvil, both servers, wrk) is stopped at the end.
- * Targets (issue 4, "## Performance"): see TARGETS below.
+ * anvil run on CPU 1 (taskset; unpinned without it). Besides req/s, the server's
+ * CPU time per request is printed: it hardly moves when other processes share
+ * the machine, while req/s does. The servers log as production does
+ * (LOG_LEVEL, default info) to /dev/null. About 85 s; everything started here
+ * (anvil, both servers, wrk) is stopped at the end, on Ctrl-C and past a deadline.
+ * Targets (issue 4, "## Performance"): TARGETS below. Figures: docs/BENCHMARKS.md.
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -75,7 +79,7 @@ async function startChild(script: string, env: Record<string, string>, timeoutMs
   const proc = Bun.spawn([...pinned(SERVER_CPU), process.execPath, join(import.meta.dir, "lib", script)], {
     env: { ...process.env, ...env },
     stdin: "pipe", // held open: the child exits when it closes
-    stdout: "ignore", // the app's request log goes nowhere, as a log to a file costs little more
+    stdout: "ignore", // the request log is written, as in production, to /dev/null
     stderr: "pipe",
   });
   children.add(proc);
@@ -117,8 +121,14 @@ async function stopChild(proc: Subprocess) {
   children.delete(proc);
 }
 
+/** VmRSS and VmHWM (peak) of a process in KiB; NaN off Linux. */
 function memoryKiB(pid: number): { rss: number; hwm: number } {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  let status = "";
+  try {
+    status = readFileSync(`/proc/${pid}/status`, "utf8");
+  } catch {
+    // no /proc: the figures print as NaN
+  }
   const kib = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? Number.NaN);
   return { rss: kib("VmRSS"), hwm: kib("VmHWM") };
 }
@@ -178,16 +188,23 @@ function expectAll(r: WrkResult, ok: boolean, what: string) {
 
 // --- the run ---------------------------------------------------------------
 
-const deadline = setTimeout(() => {
-  console.error(`bench:gateway: over ${DEADLINE_MS / 1000} s, stopping everything`);
-  for (const c of children) c.kill("SIGKILL");
-  process.exit(1);
-}, DEADLINE_MS);
-
 pin(process.pid, LOAD_CPU);
 const startedAt = performance.now();
 const dir = mkdtempSync(join(tmpdir(), "cidgate-bench-"));
-const devnet = await startDevnet({ buyers: 4 });
+
+/** Past the deadline or on Ctrl-C: kill what we started and remove the 100 MiB folder. */
+async function abort(why: string, code: number) {
+  console.error(`bench:gateway: ${why}, stopping everything`);
+  for (const c of children) c.kill("SIGKILL");
+  await devnet?.stop();
+  rmSync(dir, { recursive: true, force: true });
+  process.exit(code);
+}
+let devnet: Awaited<ReturnType<typeof startDevnet>> | undefined;
+const deadline = setTimeout(() => void abort(`over ${DEADLINE_MS / 1000} s`, 1), DEADLINE_MS);
+process.on("SIGINT", () => void abort("interrupted", 130));
+process.on("SIGTERM", () => void abort("terminated", 143));
+devnet = await startDevnet({ buyers: 4 });
 pin(devnet.pid, LOAD_CPU);
 const results: string[] = [];
 const verdicts: [string, boolean][] = [];
@@ -201,19 +218,20 @@ try {
   writeFileSync(bigPath, big);
   const bigSize = big.length;
 
-  const gw = await startChild("gateway-server.ts", {
-    BENCH_DIR: dir,
-    BENCH_RPC_URL: devnet.rpcUrl,
-    BENCH_TOKEN: devnet.token,
-    BENCH_RELAYER_KEY: devnet.relayer.privateKey,
-    BENCH_SELLER: devnet.seller.address,
-    LOG_LEVEL: process.env.LOG_LEVEL ?? "info",
-  });
-  const gwUrl: string = gw.ready.url;
-  const control: string = gw.ready.control;
+  const startGateway = () =>
+    startChild("gateway-server.ts", {
+      BENCH_DIR: dir,
+      BENCH_RPC_URL: devnet.rpcUrl,
+      BENCH_TOKEN: devnet.token,
+      BENCH_RELAYER_KEY: devnet.relayer.privateKey,
+      BENCH_SELLER: devnet.seller.address,
+      LOG_LEVEL: process.env.LOG_LEVEL ?? "info",
+    });
+  let gw = await startGateway();
+  let gwUrl: string = gw.ready.url;
+  let control: string = gw.ready.control;
   const cids = gw.ready.cids as Record<string, string>;
   const smallUrl = `${gwUrl}/x402/cid/${cids["article.md"]}`;
-  const bigUrl = `${gwUrl}/x402/cid/${cids["big.bin"]}`;
   const facilitatorStats = async () =>
     (await (await fetch(`${control}/stats`, { signal: AbortSignal.timeout(5000) })).json()) as {
       verify: number;
@@ -357,6 +375,16 @@ try {
   );
 
   // 3. 100 MiB paid download vs Bun.file -------------------------------------
+  // In a fresh cidgate process over the same database and folder (nothing is
+  // hashed again), so its peak RSS belongs to the downloads, not to the
+  // tens of thousands of requests before. The old process's figure is printed too.
+  const usedMem = memoryKiB(gw.proc.pid);
+  console.log(`\ncidgate RSS after the phases above: ${mib(usedMem.rss)} (peak ${mib(usedMem.hwm)}); restarting it for the downloads`);
+  await stopChild(gw.proc);
+  gw = await startGateway();
+  gwUrl = gw.ready.url;
+  control = gw.ready.control;
+  const bigUrl = `${gwUrl}/x402/cid/${cids["big.bin"]}`;
   const bigOffer = await offerOf(await fetch(bigUrl, { signal: AbortSignal.timeout(5000) }));
   const bigProof = await paidProof(1, buyers[0], bigOffer);
   const firstDownload = performance.now();
@@ -366,9 +394,10 @@ try {
   if (paid.status !== 200 || got.length !== bigSize || Buffer.compare(got, big) !== 0) {
     throw new Error(`the paid 100 MiB download failed: ${paid.status}, ${got.length} bytes`);
   }
-  console.log(`\n100 MiB paid download (pay + settle + transfer, one client): ${f0(firstMs)} ms, bytes identical`);
+  console.log(`100 MiB paid download (pay + settle + transfer, one client): ${f0(firstMs)} ms, bytes identical`);
   // The rest re-present the settled proof (served again, no new charge): pure transfer.
   const chargesBefore = (await facilitatorStats()).settle;
+  const gwBefore = memoryKiB(gw.proc.pid);
   const peaksReset = resetPeak(gw.proc.pid) && resetPeak(bare.proc.pid);
   const downloadRounds: { gw: WrkResult; bare: WrkResult }[] = [];
   const dl = (url: string, headers?: Record<string, string>) =>
@@ -387,12 +416,12 @@ try {
   if (newCharges !== 0) throw new Error(`re-presented proof was charged again ${newCharges} times`);
   const dlRatio = median(downloadRounds.map((r) => r.gw.bytesPerSecond / r.bare.bytesPerSecond));
   console.log(
-    `peak RSS during downloads${peaksReset ? "" : " (could not reset VmHWM: lifetime peak)"}: cidgate ${mib(gwMem.hwm)}, bare ${mib(bareMem.hwm)}; cidgate lifetime peak after indexing 100 MiB at start ${mib(indexPeak.hwm)}`,
+    `peak RSS during downloads${peaksReset ? "" : " (could not reset VmHWM: lifetime peak)"}: cidgate ${mib(gwMem.hwm)} (RSS ${mib(gwBefore.rss)} before them, ${mib(gwBefore.hwm)} peak from its start to then), bare ${mib(bareMem.hwm)}. First cidgate process: ${mib(indexPeak.hwm)} peak while indexing the 100 MiB file at start`,
   );
   verdicts.push([`100 MiB download: ${pct(dlRatio)} of Bun.file throughput (target >= ${pct(TARGETS.downloadRatio)})`, dlRatio >= TARGETS.downloadRatio]);
   verdicts.push([`100 MiB download: server peak RSS ${mib(gwMem.hwm)} (target < ${TARGETS.rssMiB} MiB)`, gwMem.hwm / 1024 < TARGETS.rssMiB]);
   results.push(
-    `| 100 MiB paid download, ${DOWNLOAD_CONNECTIONS} conns | ${gbps(median(downloadRounds.map((r) => r.gw.bytesPerSecond)))}, peak RSS ${mib(gwMem.hwm)} | ${gbps(median(downloadRounds.map((r) => r.bare.bytesPerSecond)))}, peak RSS ${mib(bareMem.hwm)} | ${pct(dlRatio)} |`,
+    `| 100 MiB paid download, ${DOWNLOAD_CONNECTIONS} conns | ${gbps(median(downloadRounds.map((r) => r.gw.bytesPerSecond)))}, peak RSS ${mib(gwMem.hwm)} (${mib(gwBefore.rss)} before) | ${gbps(median(downloadRounds.map((r) => r.bare.bytesPerSecond)))}, peak RSS ${mib(bareMem.hwm)} | ${pct(dlRatio)} |`,
   );
 
   await stopChild(bare.proc);

@@ -75,17 +75,23 @@ const real = createLocalFacilitator({ rpcUrl, relayerPrivateKey: relayerKey, set
 const { facilitator, stats } = timedFacilitator(real);
 const db = openDb(settings.db);
 
+// Files unchanged since a previous run over this folder are not hashed again (size and mtime match).
 const indexed = await indexContent(db, settings.contentDir);
 if (indexed.errors.length) throw new Error(`indexing failed: ${JSON.stringify(indexed.errors)}`);
-const instruction = createInstruction(db, {
-  name: "Access fee",
-  description: "Access fee",
-  requirements: [{ network: "base-sepolia", asset: token, pay_to: seller, amount: "10000" }],
-});
+// A restart over the same database keeps its prices (and its ledger).
+const priced = db.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM cid_mappings").get()?.n ?? 0;
+const instruction =
+  priced === 0
+    ? createInstruction(db, {
+        name: "Access fee",
+        description: "Access fee",
+        requirements: [{ network: "base-sepolia", asset: token, pay_to: seller, amount: "10000" }],
+      })
+    : undefined;
 const cids: Record<string, string> = {};
 for (const row of db.sqlite.query<{ cid: string; path: string }, []>("SELECT cid, path FROM content_files").all()) {
   cids[row.path] = row.cid;
-  attachCid(db, instruction.id, row.cid);
+  if (instruction) attachCid(db, instruction.id, row.cid);
 }
 
 const app = createApp({ settings, db, log, jwtSecret: "bench-secret-bench-secret-bench-secret-01", facilitator });
