@@ -1,12 +1,13 @@
 /**
  * createApp composes the feature modules into one Elysia app. It never
- * listens: tests call `app.handle(new Request(...))`, index.ts calls listen.
+ * listens: tests call `app.handle(new Request(...))`; index.ts serves
+ * `app.fetch` wrapped by `withRequestLog` (the per-request log line).
  */
 import { Elysia } from "elysia";
 import type { Db } from "./db/client";
 import type { Facilitator } from "./facilitator/types";
 import { errors } from "./http/errors";
-import { type Logger, requestLogging } from "./http/logging";
+import type { Logger } from "./http/logging";
 import type { Settings } from "./settings";
 import { instructionsModule } from "./instructions/routes";
 import { paymentsModule } from "./ledger/routes";
@@ -27,7 +28,6 @@ export interface AppDeps {
 export function createApp(deps: AppDeps) {
   return new Elysia()
     .use(errors)
-    .use(requestLogging(deps.log))
     .use(instructionsModule(deps))
     .use(paymentsModule(deps))
     .use(configModule(deps))

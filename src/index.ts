@@ -5,7 +5,7 @@ import { createApp } from "./app";
 import { openDb } from "./db/client";
 import { createFacilitator } from "./facilitator/create";
 import { resolveJwtSecret } from "./http/jwt-secret";
-import { createLogger } from "./http/logging";
+import { createLogger, withRequestLog } from "./http/logging";
 import { preparePricing } from "./pricing/boot";
 import { startWatchers } from "./pricing/watch";
 import { loadSettings, SettingsError } from "./settings";
@@ -29,11 +29,19 @@ const facilitator = createFacilitator(settings, log);
 const pricing = await preparePricing({ db, settings, log });
 
 const app = createApp({ settings, db, log, jwtSecret, facilitator, pricing });
+// Served through the request-log wrapper (one line per request, X-Request-Id), not app.listen.
 // The JSON body check answers 413 itself at 1 MiB in the error shape; Bun's own limit (an
 // empty 413) is only the backstop for bodies that never reach it.
-app.listen({ port: settings.port, hostname: settings.host, maxRequestBodySize: 16 * 1024 * 1024 });
+const server = Bun.serve({
+  port: settings.port,
+  hostname: settings.host,
+  maxRequestBodySize: 16 * 1024 * 1024,
+  idleTimeout: 30, // as app.listen had it: slow clients of large files
+  development: false, // never Bun's HTML error page
+  fetch: withRequestLog(app.fetch, log),
+});
 
-console.log(`cidgate listening on http://${settings.host}:${app.server?.port} (public URL ${settings.publicUrl})`);
+console.log(`cidgate listening on http://${settings.host}:${server.port} (public URL ${settings.publicUrl})`);
 console.log(`database: ${settings.db}`);
 console.log(`make a management token: npx cidgate token create --scope read,write --ttl 30d`);
 const watchers = startWatchers({ db, settings, pricing, log });
@@ -44,7 +52,7 @@ async function shutdown(signal: string) {
   stopping = true;
   console.log(`cidgate: ${signal}, finishing requests in flight`);
   await watchers.close();
-  await app.stop(false); // stop accepting; let requests in flight finish
+  await server.stop(false); // stop accepting; let requests in flight finish
   db.sqlite.close();
   process.exit(0);
 }

@@ -1,6 +1,6 @@
 /**
  * The cidgate side of bench/gateway.ts, in its own process (pinned to a core
- * by the bench): the whole app as src/index.ts boots it (file database, WAL,
+ * by the bench): the whole app as src/index.ts boots and serves it (file database, WAL,
  * request logging at LOG_LEVEL), over a content folder the bench filled, with
  * the in-process facilitator settling on the bench's anvil. It mirrors
  * test/e2e/stack.ts, except that the chain belongs to the parent.
@@ -23,7 +23,7 @@ import { indexContent } from "../../src/content/indexer";
 import { openDb } from "../../src/db/client";
 import { createLocalFacilitator } from "../../src/facilitator/local";
 import type { Facilitator } from "../../src/facilitator/types";
-import { createLogger } from "../../src/http/logging";
+import { createLogger, withRequestLog } from "../../src/http/logging";
 import { attachCid, createInstruction } from "../../src/instructions/service";
 import { loadSettings } from "../../src/settings";
 
@@ -95,8 +95,16 @@ for (const row of db.sqlite.query<{ cid: string; path: string }, []>("SELECT cid
 }
 
 const app = createApp({ settings, db, log, jwtSecret: "bench-secret-bench-secret-bench-secret-01", facilitator });
-app.listen({ port: 0, hostname: "127.0.0.1", maxRequestBodySize: 1024 * 1024 });
-const url = `http://127.0.0.1:${app.server!.port}`;
+// Served as src/index.ts serves it: Bun.serve over the request-log wrapper.
+const server = Bun.serve({
+  port: 0,
+  hostname: "127.0.0.1",
+  maxRequestBodySize: 1024 * 1024,
+  idleTimeout: 30,
+  development: false,
+  fetch: withRequestLog(app.fetch, log),
+});
+const url = `http://127.0.0.1:${server.port}`;
 settings.publicUrl = url;
 
 const control = Bun.serve({
@@ -110,7 +118,7 @@ async function stop() {
   if (stopping) return;
   stopping = true;
   control.stop(true);
-  await app.stop(true);
+  await server.stop(true);
   real.close();
   db.sqlite.close();
   process.exit(0);

@@ -10,6 +10,7 @@ import { listContent } from "../content/store";
 import { openDb } from "../db/client";
 import { formatProblem, loadPricing } from "../pricing/load";
 import { loadSettings, SettingsError } from "../settings";
+import { parseOptions } from "./args";
 
 const USAGE = `usage: cidgate config check [dir] [--content <dir>]
   dir        pricing folder (default: CIDGATE_CONFIG_DIR or ./config)
@@ -25,17 +26,12 @@ export async function run(args: string[]): Promise<number> {
     console.error(USAGE);
     return 2;
   }
-  let contentOverride: string | undefined;
-  const positional: string[] = [];
-  for (let i = 0; i < rest.length; i++) {
-    const a = rest[i];
-    if (a === "--content") contentOverride = rest[++i];
-    else if (a.startsWith("--content=")) contentOverride = a.slice("--content=".length);
-    else if (a.startsWith("--")) {
-      console.error(`cidgate config: unknown option ${a}\n${USAGE}`);
-      return 2;
-    } else positional.push(a);
+  const { values, positionals: positional, unknown } = parseOptions(rest, { content: "string" });
+  if (unknown !== undefined) {
+    console.error(`cidgate config: unknown option ${unknown}\n${USAGE}`);
+    return 2;
   }
+  const contentOverride = values.content;
   if (positional.length > 1 || contentOverride === "") {
     console.error(USAGE);
     return 2;

@@ -10,6 +10,7 @@ import { basename, dirname, join } from "node:path";
 import { cidOfFile } from "../content/cid";
 import { absoluteContentPath, contentRoot, relativePathProblem } from "../content/paths";
 import { loadSettings, SettingsError } from "../settings";
+import { parseOptions } from "./args";
 
 const USAGE = `usage: cidgate content add <file> [--as <path under the content folder>] [--force]
   copies <file> into CIDGATE_CONTENT_DIR (default ./content) and prints its CID
@@ -26,19 +27,12 @@ export async function run(args: string[]): Promise<number> {
     console.error(USAGE);
     return 2;
   }
-  let as: string | undefined;
-  let force = false;
-  const files: string[] = [];
-  for (let i = 0; i < rest.length; i++) {
-    const a = rest[i];
-    if (a === "--as") as = rest[++i];
-    else if (a.startsWith("--as=")) as = a.slice(5);
-    else if (a === "--force") force = true;
-    else if (a.startsWith("--")) {
-      console.error(`cidgate content: unknown option ${a}\n${USAGE}`);
-      return 2;
-    } else files.push(a);
+  const { values, positionals: files, unknown } = parseOptions(rest, { as: "string", force: "boolean" });
+  if (unknown !== undefined) {
+    console.error(`cidgate content: unknown option ${unknown}\n${USAGE}`);
+    return 2;
   }
+  const { as, force = false } = values;
   if (files.length !== 1 || as === "") {
     console.error(USAGE);
     return 2;

@@ -8,6 +8,7 @@
 import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { startDevnet } from "../chain/devnet";
+import { parseOptions } from "./args";
 
 const USAGE = `usage: cidgate devnet [--out data/devnet.json] [--port 8545] [--buyers 3] [--usdc 1000]
   --out     where to write the devnet's JSON (RPC URL, chain id, token, keys); default data/devnet.json
@@ -15,16 +16,7 @@ const USAGE = `usage: cidgate devnet [--out data/devnet.json] [--port 8545] [--b
   --buyers  funded buyer accounts; default 3
   --usdc    test USDC per buyer, in whole USDC; default 1000`;
 
-function option(args: string[], name: string): string | undefined {
-  for (let i = 0; i < args.length; i++) {
-    if (args[i] === `--${name}`) return args[i + 1] ?? "";
-    if (args[i].startsWith(`--${name}=`)) return args[i].slice(name.length + 3);
-  }
-  return undefined;
-}
-
-function wholeNumber(args: string[], name: string, fallback: number, max: number): number {
-  const raw = option(args, name);
+function wholeNumber(raw: string | undefined, name: string, fallback: number, max: number): number {
   if (raw === undefined) return fallback;
   if (!/^\d+$/.test(raw) || Number(raw) > max) throw new Error(`--${name}: a whole number up to ${max} (got "${raw}")`);
   return Number(raw);
@@ -35,18 +27,18 @@ export async function run(args: string[]): Promise<number> {
     console.log(USAGE);
     return 0;
   }
-  const known = new Set(["--out", "--port", "--buyers", "--usdc"]);
-  const stray = args.filter((a, i) => a.startsWith("--") && !known.has(a.split("=")[0]) && !known.has(args[i - 1] ?? ""));
-  if (stray.length > 0) {
-    console.error(`cidgate devnet: unknown option ${stray[0]}\n${USAGE}`);
+  const parsed = parseOptions(args, { out: "string", port: "string", buyers: "string", usdc: "string" });
+  if (parsed.unknown !== undefined) {
+    console.error(`cidgate devnet: unknown option ${parsed.unknown}\n${USAGE}`);
     return 2;
   }
+  const { values } = parsed;
   let out: string, port: number, buyers: number, usdc: number;
   try {
-    out = option(args, "out") || "data/devnet.json";
-    port = wholeNumber(args, "port", 8545, 65535);
-    buyers = wholeNumber(args, "buyers", 3, 100);
-    usdc = wholeNumber(args, "usdc", 1000, 1_000_000_000);
+    out = values.out || "data/devnet.json";
+    port = wholeNumber(values.port, "port", 8545, 65535);
+    buyers = wholeNumber(values.buyers, "buyers", 3, 100);
+    usdc = wholeNumber(values.usdc, "usdc", 1000, 1_000_000_000);
   } catch (e) {
     console.error(`cidgate devnet: ${(e as Error).message}\n${USAGE}`);
     return 2;

@@ -15,28 +15,23 @@ import { createLocalFacilitator } from "../facilitator/local";
 import { facilitatorModule } from "../facilitator/routes";
 import { FacilitatorUnavailableError } from "../facilitator/types";
 import { errors } from "../http/errors";
-import { createLogger, requestLogging } from "../http/logging";
+import { createLogger, withRequestLog } from "../http/logging";
 import { loadSettings, SettingsError } from "../settings";
+import { parseOptions } from "./args";
 
 const USAGE = `usage: cidgate facilitator [--port 4022] [--devnet data/devnet.json]
   settings: RPC_URL, RELAYER_PRIVATE_KEY, FACILITATOR_NETWORKS (base-sepolia), FACILITATOR_PORT (4022),
             HOST (127.0.0.1), RECEIPT_TIMEOUT_SECONDS (30)`;
-
-function option(args: string[], name: string): string | undefined {
-  for (let i = 0; i < args.length; i++) {
-    if (args[i] === `--${name}`) return args[i + 1] ?? "";
-    if (args[i].startsWith(`--${name}=`)) return args[i].slice(name.length + 3);
-  }
-  return undefined;
-}
 
 export async function run(args: string[]): Promise<number> {
   if (args.includes("--help") || args[0] === "help") {
     console.log(USAGE);
     return 0;
   }
+  // Other arguments have always been ignored here.
+  const parsed = parseOptions(args, { port: "string", devnet: "string" });
   const env: Record<string, string | undefined> = { ...process.env };
-  const devnetFile = option(args, "devnet");
+  const devnetFile = parsed.values.devnet;
   if (devnetFile !== undefined) {
     try {
       const d = JSON.parse(readFileSync(devnetFile || "data/devnet.json", "utf8"));
@@ -47,7 +42,7 @@ export async function run(args: string[]): Promise<number> {
       return 2;
     }
   }
-  const port = option(args, "port");
+  const port = parsed.values.port;
   if (port !== undefined) env.FACILITATOR_PORT = port;
 
   let settings;
@@ -87,15 +82,23 @@ export async function run(args: string[]): Promise<number> {
     console.error(`cidgate facilitator: warning: ${e.message}; will retry on each request`);
   }
 
-  const app = new Elysia().use(errors).use(requestLogging(log)).use(facilitatorModule(facilitator));
+  const app = new Elysia().use(errors).use(facilitatorModule(facilitator));
+  let server: ReturnType<typeof Bun.serve>;
   try {
-    app.listen({ port: settings.facilitatorPort, hostname: settings.host, maxRequestBodySize: 64 * 1024 });
+    server = Bun.serve({
+      port: settings.facilitatorPort,
+      hostname: settings.host,
+      maxRequestBodySize: 64 * 1024,
+      idleTimeout: 30,
+      development: false,
+      fetch: withRequestLog(app.fetch, log),
+    });
   } catch (e) {
     console.error(`cidgate facilitator: cannot listen on ${settings.host}:${settings.facilitatorPort}: ${(e as Error).message}`);
     return 1;
   }
   console.log(
-    `cidgate facilitator listening on http://${settings.host}:${app.server?.port} ` +
+    `cidgate facilitator listening on http://${settings.host}:${server.port} ` +
       `(networks ${settings.facilitatorNetworks.join(",")}, relayer ${facilitator.relayerAddress})`,
   );
 
@@ -104,7 +107,7 @@ export async function run(args: string[]): Promise<number> {
     const stop = async () => {
       if (stopping) return;
       stopping = true;
-      await app.stop(false); // let settlements in flight finish
+      await server.stop(false); // let settlements in flight finish
       facilitator.close();
       resolve(0);
     };

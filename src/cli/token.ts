@@ -7,19 +7,11 @@
 import { jwtSecretPath, resolveJwtSecret } from "../http/jwt-secret";
 import { createToken, parseScopes, parseTtl } from "../http/token";
 import { loadSettings, SettingsError } from "../settings";
+import { parseOptions } from "./args";
 
 const USAGE = `usage: cidgate token create [--scope read,write] [--ttl 30d]
   --scope  comma-separated scopes: read (GET), write (POST/PATCH/PUT/DELETE); default read,write
   --ttl    lifetime: 3600, 90s, 15m, 12h, 30d, 2w (at most 10 years); default 30d`;
-
-/** `--name value` and `--name=value`. */
-function option(args: string[], name: string): string | undefined {
-  for (let i = 0; i < args.length; i++) {
-    if (args[i] === `--${name}`) return args[i + 1] ?? "";
-    if (args[i].startsWith(`--${name}=`)) return args[i].slice(name.length + 3);
-  }
-  return undefined;
-}
 
 export async function run(args: string[]): Promise<number> {
   const [sub, ...rest] = args;
@@ -31,19 +23,18 @@ export async function run(args: string[]): Promise<number> {
     console.error(USAGE);
     return 2;
   }
-  const known = new Set(["--scope", "--ttl"]);
-  const stray = rest.filter((a, i) => a.startsWith("--") && !known.has(a.split("=")[0]) && !known.has(rest[i - 1] ?? ""));
-  if (stray.length > 0) {
-    console.error(`cidgate token: unknown option ${stray[0]}\n${USAGE}`);
+  const parsed = parseOptions(rest, { scope: "string", ttl: "string" });
+  if (parsed.unknown !== undefined) {
+    console.error(`cidgate token: unknown option ${parsed.unknown}\n${USAGE}`);
     return 2;
   }
-  const scopeText = option(rest, "scope") ?? "read,write";
+  const scopeText = parsed.values.scope ?? "read,write";
   const scopes = parseScopes(scopeText);
   if (!scopes) {
     console.error(`cidgate token: --scope must be read, write or read,write (got "${scopeText}")`);
     return 2;
   }
-  const ttlText = option(rest, "ttl") ?? "30d";
+  const ttlText = parsed.values.ttl ?? "30d";
   const ttlSeconds = parseTtl(ttlText);
   if (ttlSeconds === undefined) {
     console.error(`cidgate token: --ttl must look like 3600, 15m, 12h or 30d, at most 10 years (got "${ttlText}")`);

@@ -9,6 +9,7 @@
  */
 import { lstat, readdir, realpath, stat } from "node:fs/promises";
 import { join, relative } from "node:path";
+import { catalogChanged } from "../db/changes";
 import type { Db } from "../db/client";
 import { cidOfFile } from "./cid";
 import { mediaTypeOf } from "./media";
@@ -124,6 +125,7 @@ export async function indexContent(db: Db, contentDir: string): Promise<IndexCha
       for (const u of upserts) upsert.run(u.path, u.cid, u.size, u.mtimeMs, u.mediaType);
       for (const path of changes.removed) remove.run(path);
     })();
+    catalogChanged(); // the gateway's catalog must not serve the old file
   }
   return changes;
 }

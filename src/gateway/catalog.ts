@@ -2,13 +2,15 @@
  * What the gateway sells: CID -> (instruction, file, ready-made 402).
  *
  * The 402 path is the hot path, so the answer for a CID is built once and
- * kept until the database changes. "Changed" is asked of SQLite itself on
- * every request, cheaply: total_changes() moves with every write on our
- * connection (API, pricing sync, content index, ledger) and data_version
- * with every commit from another connection (a CLI). No TTL, no staleness.
+ * kept until what it was built from changes. Writes in this process move the
+ * generation in db/changes.ts (one integer compare per request, and ledger
+ * writes do not evict anything). Commits by other processes (a CLI) move
+ * SQLite's data_version, asked at most every DATA_VERSION_CHECK_MS: an idle
+ * server sees them on its next request, a busy one within that bound.
  */
 import { parseCid } from "../content/cid";
 import { lookupContent } from "../content/store";
+import { catalogGeneration } from "../db/changes";
 import type { Db } from "../db/client";
 import { getInstructionForCid } from "../instructions/service";
 import type { Settings } from "../settings";
@@ -23,17 +25,29 @@ export interface PricedContent {
 }
 
 const MAX_ENTRIES = 10_000;
+/** Longest a commit by another process may go unseen while requests keep coming. */
+export const DATA_VERSION_CHECK_MS = 100;
 
 export function createCatalog(db: Db, settings: Pick<Settings, "publicUrl" | "contentDir" | "maxTimeoutSeconds">) {
-  const generationQuery = db.sqlite.query<{ t: number; d: number }, []>(
-    "SELECT total_changes() AS t, data_version AS d FROM pragma_data_version()",
-  );
-  let generation = "";
+  const dataVersionQuery = db.sqlite.query<{ d: number }, []>("SELECT data_version AS d FROM pragma_data_version()");
+  let generation = -1;
+  let dataVersion = -1;
+  let nextDataVersionCheck = 0;
   const entries = new Map<string, PricedContent | null>();
 
-  function currentGeneration(): string {
-    const g = generationQuery.get();
-    return g ? `${g.t}:${g.d}` : "";
+  /** False when a cached answer may be out of date. */
+  function stillCurrent(): boolean {
+    let current = generation === catalogGeneration();
+    const now = performance.now();
+    if (now >= nextDataVersionCheck) {
+      nextDataVersionCheck = now + DATA_VERSION_CHECK_MS;
+      const d = dataVersionQuery.get()?.d ?? -1;
+      if (d !== dataVersion) {
+        dataVersion = d;
+        current = false;
+      }
+    }
+    return current;
   }
 
   function build(cid: string): PricedContent | null {
@@ -56,10 +70,9 @@ export function createCatalog(db: Db, settings: Pick<Settings, "publicUrl" | "co
    * spelling, so a repeat request skips parsing too.
    */
   function lookup(spelling: string): PricedContent | undefined {
-    const now = currentGeneration();
-    if (now !== generation || entries.size >= MAX_ENTRIES) {
+    if (!stillCurrent() || entries.size >= MAX_ENTRIES) {
       entries.clear();
-      generation = now;
+      generation = catalogGeneration();
     }
     let entry = entries.get(spelling);
     if (entry === undefined) {

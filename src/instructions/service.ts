@@ -10,6 +10,7 @@
  */
 import { and, asc, count, desc, eq, gt, inArray, lt, type SQL, sql } from "drizzle-orm";
 import { parseCid } from "../content/cid";
+import { catalogChanged } from "../db/changes";
 import type { Db } from "../db/client";
 import { cidMappings, paymentInstructions } from "../db/schema";
 import { badRequest, conflict, notFound } from "../http/errors";
@@ -159,6 +160,7 @@ export function createInstruction(db: Db, input: CreateInstructionInput, now = n
     updatedAt: at,
   };
   db.insert(paymentInstructions).values(row).run();
+  catalogChanged();
   return row;
 }
 
@@ -191,6 +193,7 @@ export function updateInstruction(db: Db, id: string, patch: UpdateInstructionIn
     if (!changed) return toRecord(row);
     const updated = { ...next, version: row.version + 1, updatedAt: now.toISOString() };
     tx.update(paymentInstructions).set(updated).where(eq(paymentInstructions.id, row.id)).run();
+    catalogChanged();
     return toRecord({ ...row, ...updated });
   }, WRITE);
 }
@@ -205,6 +208,7 @@ export function deleteInstruction(db: Db, id: string): void {
       throw conflict(`payment instruction ${row.id} still has ${attached} CID${attached === 1 ? "" : "s"} attached; detach them first`);
     }
     tx.delete(paymentInstructions).where(eq(paymentInstructions.id, row.id)).run();
+    catalogChanged();
   }, WRITE);
 }
 
@@ -225,6 +229,7 @@ export function attachCid(db: Db, id: string, cidText: string, now = new Date())
     }
     const mapping = { cid, instructionId: row.id, source: "api", createdAt: now.toISOString() };
     tx.insert(cidMappings).values(mapping).run();
+    catalogChanged();
     return mapping;
   }, WRITE);
 }
@@ -240,6 +245,7 @@ export function detachCid(db: Db, id: string, cidText: string): void {
       .returning({ cid: cidMappings.cid })
       .all();
     if (gone.length === 0) throw notFound(`CID ${cid} is not attached to payment instruction ${row.id}`);
+    catalogChanged();
   }, WRITE);
 }
 

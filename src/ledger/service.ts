@@ -61,6 +61,58 @@ export function getPayment(db: Db, id: number): Payment | undefined {
   return db.select().from(payments).where(eq(payments.id, id)).get();
 }
 
+/*
+ * The paid request's two writes, prepared once per database: drizzle's query
+ * builder costs 0.2-0.4 ms per call, more than SQLite's own work here.
+ */
+const hotStatements = new WeakMap<Db, ReturnType<typeof prepareHotStatements>>();
+
+function prepareHotStatements(db: Db) {
+  const p = sql.placeholder;
+  return {
+    findByAuthorization: db
+      .select()
+      .from(payments)
+      .where(and(eq(payments.network, p("network")), eq(payments.asset, p("asset")), eq(payments.payer, p("payer")), eq(payments.nonce, p("nonce"))))
+      .prepare(),
+    insertClaim: db
+      .insert(payments)
+      .values({
+        network: p("network"),
+        asset: p("asset"),
+        payer: p("payer"),
+        nonce: p("nonce"),
+        cid: p("cid"),
+        instructionId: p("instructionId"),
+        instructionVersion: p("instructionVersion"),
+        amount: p("amount"),
+        payTo: p("payTo"),
+        state: "pending",
+        txHash: null,
+        validBefore: p("validBefore"),
+        x402Version: p("x402Version"),
+        proofHash: p("proofHash"),
+        error: null,
+        createdAt: p("now"),
+        updatedAt: p("now"),
+      })
+      .returning()
+      .prepare(),
+    markSettled: db
+      .update(payments)
+      .set({ state: "settled", txHash: sql`${p("txHash")}`, error: null, updatedAt: sql`${p("now")}` })
+      .where(and(eq(payments.id, p("id")), eq(payments.state, "pending")))
+      .returning()
+      .prepare(),
+  };
+}
+
+function hot(db: Db) {
+  let statements = hotStatements.get(db);
+  if (!statements) hotStatements.set(db, (statements = prepareHotStatements(db)));
+  return statements;
+}
+
 /**
  * Claims an authorization before any facilitator call. A row left `failed`
  * (facilitator unreachable, verify refused, settle refused) is released:
@@ -70,14 +122,9 @@ export function getPayment(db: Db, id: number): Payment | undefined {
  * settled rows are returned unclaimed for the caller to decide.
  */
 export function claimPayment(db: Db, claim: PaymentClaim, options: { staleBefore?: string } = {}): ClaimResult {
+  const statements = hot(db);
   return db.transaction((tx) => {
-    const existing = tx
-      .select()
-      .from(payments)
-      .where(
-        and(eq(payments.network, claim.network), eq(payments.asset, claim.asset), eq(payments.payer, claim.payer), eq(payments.nonce, claim.nonce)),
-      )
-      .get();
+    const existing = statements.findByAuthorization.get({ network: claim.network, asset: claim.asset, payer: claim.payer, nonce: claim.nonce });
     const stale = existing?.state === "pending" && options.staleBefore !== undefined && existing.updatedAt < options.staleBefore;
     if (existing && existing.state !== "failed" && !stale) return { claimed: false as const, payment: existing };
     const now = nowIso();
@@ -97,23 +144,14 @@ export function claimPayment(db: Db, claim: PaymentClaim, options: { staleBefore
     };
     const payment = existing
       ? tx.update(payments).set(fields).where(eq(payments.id, existing.id)).returning().get()
-      : tx
-          .insert(payments)
-          .values({ ...fields, network: claim.network, asset: claim.asset, payer: claim.payer, nonce: claim.nonce, createdAt: now })
-          .returning()
-          .get();
+      : statements.insertClaim.get({ ...fields, network: claim.network, asset: claim.asset, payer: claim.payer, nonce: claim.nonce, now })!;
     return { claimed: true as const, payment };
   });
 }
 
 /** Marks a pending row settled; undefined when the row was not pending. */
 export function markSettled(db: Db, id: number, txHash: string): Payment | undefined {
-  return db
-    .update(payments)
-    .set({ state: "settled", txHash, error: null, updatedAt: nowIso() })
-    .where(and(eq(payments.id, id), eq(payments.state, "pending")))
-    .returning()
-    .get();
+  return hot(db).markSettled.get({ id, txHash, now: nowIso() });
 }
 
 /** Releases a claim: the authorization was not spent and may be presented again. */

@@ -11,6 +11,7 @@
  * valid requirement is stay in instructions/requirements.ts.
  */
 import type { Database } from "bun:sqlite";
+import { catalogChanged } from "../db/changes";
 import type { Db } from "../db/client";
 import { type DesiredInstruction, pin, type PricingProblem } from "./load";
 
@@ -56,7 +57,7 @@ export function changed(c: SyncChanges): boolean {
 export function reconcile(db: Db, desired: readonly DesiredInstruction[], now = new Date()): SyncResult {
   const stamp = now.toISOString();
   const q = statements(db);
-  return db.sqlite.transaction((): SyncResult => {
+  const result = db.sqlite.transaction((): SyncResult => {
     const existing = q.fileInstructions.all();
     const bySource = new Map(existing.map((row) => [row.source, row]));
     const fileIds = new Set(existing.map((row) => row.id));
@@ -138,6 +139,9 @@ export function reconcile(db: Db, desired: readonly DesiredInstruction[], now = 
     }
     return { ok: true, changes };
   })();
+  // The gateway's catalog must not answer from what this just replaced.
+  if (result.ok && changed(result.changes)) catalogChanged();
+  return result;
 }
 
 interface InstructionRow {

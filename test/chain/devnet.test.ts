@@ -2,21 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { createPublicClient, erc20Abi, http } from "viem";
 import { type Devnet, startDevnet } from "../../src/chain/devnet";
-
-function alive(pid: number) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function waitGone(pid: number, ms = 5000) {
-  const until = Date.now() + ms;
-  while (alive(pid) && Date.now() < until) await Bun.sleep(20);
-  return !alive(pid);
-}
+import { alive, waitGone } from "../support/process";
 
 describe("startDevnet", () => {
   let devnet: Devnet;

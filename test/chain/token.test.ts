@@ -14,6 +14,7 @@ import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import usdc from "../../dev/artifacts/USDC.json";
 import wallet from "../../dev/artifacts/TestSmartWallet.json";
 import { type Devnet, devnetChain, MULTICALL3_ADDRESS, startDevnet } from "../../src/chain/devnet";
+import { type Authorization, type AuthorizationKind, authorizationTypedData, randomNonce, signAuthorization } from "../support/authorization";
 
 let devnet: Devnet;
 let pub: ReturnType<typeof createPublicClient>;
@@ -25,28 +26,17 @@ beforeAll(async () => {
 });
 afterAll(() => devnet?.stop());
 
-const nonce = (): Hex => `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex")}`;
 const now = () => BigInt(Math.floor(Date.now() / 1000));
 
 function walletOf(key: Hex) {
   return createWalletClient({ account: privateKeyToAccount(key), transport: http(devnet.rpcUrl), chain: devnetChain(devnet.rpcUrl) });
 }
 
-async function sign(key: Hex, primaryType: "TransferWithAuthorization" | "ReceiveWithAuthorization", m: { from: Hex; to: Hex; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex }) {
-  const fields = [
-    { name: "from", type: "address" },
-    { name: "to", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "validAfter", type: "uint256" },
-    { name: "validBefore", type: "uint256" },
-    { name: "nonce", type: "bytes32" },
-  ];
-  return privateKeyToAccount(key).signTypedData({
-    domain: { name: "USDC", version: "2", chainId: devnet.chainId, verifyingContract: devnet.token },
-    types: { [primaryType]: fields },
-    primaryType,
-    message: m,
-  } as any);
+/** The test USDC's EIP-712 domain on this chain. */
+const domain = () => ({ name: "USDC", version: "2", chainId: devnet.chainId, verifyingContract: devnet.token });
+
+function sign(key: Hex, primaryType: AuthorizationKind, m: Authorization) {
+  return signAuthorization(privateKeyToAccount(key), domain(), m, primaryType);
 }
 
 /** Sends a call from `key`; resolves to the revert reason, or "ok" once mined successfully. */
@@ -78,7 +68,7 @@ describe("EIP-3009 test USDC", () => {
 
   test("transferWithAuthorization (v,r,s) moves funds once, relayed by anyone", async () => {
     const [buyer] = devnet.buyers;
-    const m = { from: buyer.address, to: devnet.seller.address, value: 1234n, validAfter: 0n, validBefore: now() + 60n, nonce: nonce() };
+    const m = { from: buyer.address, to: devnet.seller.address, value: 1234n, validAfter: 0n, validBefore: now() + 60n, nonce: randomNonce() };
     const sig = await sign(buyer.privateKey, "TransferWithAuthorization", m);
     const before = await balanceOf(devnet.seller.address);
     const args = [m.from, m.to, m.value, m.validAfter, m.validBefore, m.nonce, ...vrs(sig)];
@@ -90,11 +80,11 @@ describe("EIP-3009 test USDC", () => {
 
   test("transferWithAuthorization (bytes signature) from an EOA", async () => {
     const [, buyer] = devnet.buyers;
-    const m = { from: buyer.address, to: devnet.seller.address, value: 1n, validAfter: 0n, validBefore: now() + 60n, nonce: nonce() };
+    const m = { from: buyer.address, to: devnet.seller.address, value: 1n, validAfter: 0n, validBefore: now() + 60n, nonce: randomNonce() };
     const sig = await sign(buyer.privateKey, "TransferWithAuthorization", m);
     expect(await call(devnet.relayer.privateKey, "transferWithAuthorization", [m.from, m.to, m.value, m.validAfter, m.validBefore, m.nonce, sig])).toBe("ok");
     // Signed for 1, submitted for 2: the digest differs, so the signer does not match.
-    const m2 = { ...m, nonce: nonce() };
+    const m2 = { ...m, nonce: randomNonce() };
     const sig2 = await sign(buyer.privateKey, "TransferWithAuthorization", m2);
     expect(await call(devnet.relayer.privateKey, "transferWithAuthorization", [m2.from, m2.to, 2n, m2.validAfter, m2.validBefore, m2.nonce, sig2])).toBe("FiatTokenV2: invalid signature");
   });
@@ -103,7 +93,7 @@ describe("EIP-3009 test USDC", () => {
     const [buyer] = devnet.buyers;
     const t = now();
     const attempt = async (over: Partial<{ validAfter: bigint; validBefore: bigint; value: bigint }>, signer: Hex = buyer.privateKey) => {
-      const m = { from: buyer.address, to: devnet.seller.address, value: 5n, validAfter: 0n, validBefore: t + 60n, nonce: nonce(), ...over };
+      const m = { from: buyer.address, to: devnet.seller.address, value: 5n, validAfter: 0n, validBefore: t + 60n, nonce: randomNonce(), ...over };
       const sig = await sign(signer, "TransferWithAuthorization", m);
       return call(devnet.relayer.privateKey, "transferWithAuthorization", [m.from, m.to, m.value, m.validAfter, m.validBefore, m.nonce, ...vrs(sig)]);
     };
@@ -115,7 +105,7 @@ describe("EIP-3009 test USDC", () => {
 
   test("receiveWithAuthorization: only the payee may submit it", async () => {
     const [buyer] = devnet.buyers;
-    const m = { from: buyer.address, to: devnet.seller.address, value: 7n, validAfter: 0n, validBefore: now() + 60n, nonce: nonce() };
+    const m = { from: buyer.address, to: devnet.seller.address, value: 7n, validAfter: 0n, validBefore: now() + 60n, nonce: randomNonce() };
     const sig = await sign(buyer.privateKey, "ReceiveWithAuthorization", m);
     const args = [m.from, m.to, m.value, m.validAfter, m.validBefore, m.nonce, ...vrs(sig)];
     expect(await call(devnet.relayer.privateKey, "receiveWithAuthorization", args)).toBe("FiatTokenV2: caller must be the payee");
@@ -126,9 +116,9 @@ describe("EIP-3009 test USDC", () => {
 
   test("cancelAuthorization makes the nonce unusable", async () => {
     const [buyer] = devnet.buyers;
-    const n = nonce();
+    const n = randomNonce();
     const cancelSig = await privateKeyToAccount(buyer.privateKey).signTypedData({
-      domain: { name: "USDC", version: "2", chainId: devnet.chainId, verifyingContract: devnet.token },
+      domain: domain(),
       types: { CancelAuthorization: [{ name: "authorizer", type: "address" }, { name: "nonce", type: "bytes32" }] },
       primaryType: "CancelAuthorization",
       message: { authorizer: buyer.address, nonce: n },
@@ -147,16 +137,8 @@ describe("EIP-3009 test USDC", () => {
     const hash = await walletOf(devnet.deployer.privateKey).deployContract({ abi: wallet.abi, bytecode: wallet.bytecode as Hex, args: [owner.address] });
     const w = (await pub.waitForTransactionReceipt({ hash })).contractAddress!;
     await devnet.mint(w, 100n);
-    const m = { from: w, to: devnet.seller.address, value: 60n, validAfter: 0n, validBefore: now() + 60n, nonce: nonce() };
-    const typed = {
-      domain: { name: "USDC", version: "2", chainId: devnet.chainId, verifyingContract: devnet.token },
-      types: { TransferWithAuthorization: [
-        { name: "from", type: "address" }, { name: "to", type: "address" }, { name: "value", type: "uint256" },
-        { name: "validAfter", type: "uint256" }, { name: "validBefore", type: "uint256" }, { name: "nonce", type: "bytes32" },
-      ] },
-      primaryType: "TransferWithAuthorization",
-      message: m,
-    } as const;
+    const m = { from: w, to: devnet.seller.address, value: 60n, validAfter: 0n, validBefore: now() + 60n, nonce: randomNonce() };
+    const typed = authorizationTypedData(domain(), m);
     const stranger = await privateKeyToAccount(generatePrivateKey()).sign({ hash: hashTypedData(typed) });
     const args = (sig: Hex) => [m.from, m.to, m.value, m.validAfter, m.validBefore, m.nonce, sig];
     expect(await call(devnet.relayer.privateKey, "transferWithAuthorization", args(stranger))).toBe("FiatTokenV2: invalid signature");

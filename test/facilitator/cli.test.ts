@@ -3,6 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import { alive } from "../support/process";
 
 const root = join(import.meta.dir, "../..");
 const dir = mkdtempSync(join(tmpdir(), "cidgate-cli-"));
@@ -39,15 +40,6 @@ async function readUntil(p: Subprocess, pattern: RegExp, ms = 10_000): Promise<R
     reader.releaseLock();
   }
   throw new Error(`no ${pattern} in output:\n${text}\n${await new Response(p.stderr as ReadableStream).text()}`);
-}
-
-function alive(pid: number) {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 test("`cidgate devnet` writes its JSON, `cidgate facilitator --devnet` serves on it, Ctrl-C stops both cleanly", async () => {

@@ -1,13 +1,14 @@
 /**
  * Builds real x402 payments for facilitator tests: EIP-3009 authorizations
- * signed with viem under the token's EIP-712 domain, wrapped as the v1 or v2
+ * (test/support/authorization.ts) signed under the token's EIP-712 domain, wrapped as the v1 or v2
  * request body of POST /verify and /settle. Overrides let a test forge one
  * field at a time (after signing, for tampering; before, for honest variants).
  */
-import { type Address, createPublicClient, erc20Abi, type Hex, http, toHex } from "viem";
+import { type Address, createPublicClient, erc20Abi, type Hex, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import type { Devnet } from "../../src/chain/devnet";
 import type { FacilitatorRequest } from "../../src/facilitator/types";
+import { authorizationTypedData, randomNonce } from "../support/authorization";
 
 export interface PaymentOptions {
   version?: 1 | 2;
@@ -24,19 +25,6 @@ export interface PaymentOptions {
   from?: Address;
   signer?: (typed: any) => Promise<Hex>;
 }
-
-export const authorizationTypes = {
-  TransferWithAuthorization: [
-    { name: "from", type: "address" },
-    { name: "to", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "validAfter", type: "uint256" },
-    { name: "validBefore", type: "uint256" },
-    { name: "nonce", type: "bytes32" },
-  ],
-} as const;
-
-export const randomNonce = (): Hex => toHex(crypto.getRandomValues(new Uint8Array(32)));
 
 export async function payment(devnet: Devnet, o: PaymentOptions = {}): Promise<FacilitatorRequest> {
   const version = o.version ?? 1;
@@ -57,17 +45,15 @@ export async function payment(devnet: Devnet, o: PaymentOptions = {}): Promise<F
     validBefore: o.sign?.validBefore ?? now + 60n,
     nonce: o.sign?.nonce ?? randomNonce(),
   };
-  const typed = {
-    domain: {
+  const typed = authorizationTypedData(
+    {
       name: o.sign?.name ?? name,
       version: o.sign?.version ?? tokenVersion,
       chainId: o.sign?.chainId ?? devnet.chainId,
       verifyingContract: o.sign?.verifyingContract ?? asset,
     },
-    types: authorizationTypes,
-    primaryType: "TransferWithAuthorization" as const,
     message,
-  };
+  );
   const signature = o.signer ? await o.signer(typed) : await buyer.signTypedData(typed);
   const authorization = {
     from: message.from,

@@ -17,6 +17,7 @@ import type { Facilitator } from "../../src/facilitator/types";
 import { createLogger } from "../../src/http/logging";
 import { attachCid, createInstruction } from "../../src/instructions/service";
 import { loadSettings, type Settings } from "../../src/settings";
+import { randomNonce, signAuthorization } from "../support/authorization";
 
 export const JWT_SECRET = "test-secret-test-secret-test-secret-0123";
 export const PUBLIC_URL = "https://gw.example.com";
@@ -99,19 +100,6 @@ export function makeApp(f: Fixture, facilitator: Facilitator) {
 
 export const newAccount = (): PrivateKeyAccount => privateKeyToAccount(generatePrivateKey());
 
-export const randomNonce = (): Hex => `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex")}`;
-
-const TYPES = {
-  TransferWithAuthorization: [
-    { name: "from", type: "address" },
-    { name: "to", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "validAfter", type: "uint256" },
-    { name: "validBefore", type: "uint256" },
-    { name: "nonce", type: "bytes32" },
-  ],
-} as const;
-
 export interface ProofOptions {
   account: PrivateKeyAccount;
   version: 1 | 2;
@@ -148,17 +136,16 @@ export async function signProof(o: ProofOptions): Promise<{ header: string; nonc
   };
   const signature =
     o.signature ??
-    (await o.account.signTypedData({
-      domain: { name: o.domainName ?? facts.eip712.name, version: "2", chainId: o.chainId ?? facts.chainId, verifyingContract: getAddress(o.asset) },
-      types: TYPES,
-      primaryType: "TransferWithAuthorization",
-      message: {
+    (await signAuthorization(
+      o.account,
+      { name: o.domainName ?? facts.eip712.name, version: "2", chainId: o.chainId ?? facts.chainId, verifyingContract: getAddress(o.asset) },
+      {
         ...authorization,
         value: BigInt(authorization.value),
         validAfter: BigInt(authorization.validAfter),
         validBefore: BigInt(authorization.validBefore),
       },
-    }));
+    ));
   const payload =
     o.version === 1
       ? { x402Version: 1, scheme: "exact", network: o.claimedNetwork ?? network, payload: { signature, authorization } }

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { hashTypedData } from "viem";
 import { authorizationDigest, decodeProof, matchAndCheck, Reasons } from "../../src/gateway/proof";
 import { buildPaymentRequired } from "../../src/gateway/requirements";
+import { authorizationTypedData } from "../support/authorization";
 import { newAccount, signProof } from "./fixtures";
 
 const USDC_SEPOLIA = "0x036CbD53842c5426634e7929541eC2318f3dCF7e" as const;
@@ -150,21 +151,12 @@ describe("authorizationDigest", () => {
       if (!d.ok) throw new Error("decode");
       const p = d.value;
       expect(authorizationDigest(p, { network, asset })).toBe(
-        hashTypedData({
-          domain: { name, version: "2", chainId, verifyingContract: asset },
-          types: {
-            TransferWithAuthorization: [
-              { name: "from", type: "address" },
-              { name: "to", type: "address" },
-              { name: "value", type: "uint256" },
-              { name: "validAfter", type: "uint256" },
-              { name: "validBefore", type: "uint256" },
-              { name: "nonce", type: "bytes32" },
-            ],
-          },
-          primaryType: "TransferWithAuthorization",
-          message: { from: p.from, to: p.to, value: p.value, validAfter: p.validAfter, validBefore: p.validBefore, nonce: p.nonce },
-        }),
+        hashTypedData(
+          authorizationTypedData(
+            { name, version: "2", chainId, verifyingContract: asset },
+            { from: p.from, to: p.to, value: p.value, validAfter: p.validAfter, validBefore: p.validBefore, nonce: p.nonce },
+          ),
+        ),
       );
     }
   });

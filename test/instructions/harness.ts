@@ -1,12 +1,12 @@
 /**
- * A whole app over an in-memory database, driven through `app.handle`, with
+ * A whole app over an in-memory database, driven through `app.handle` behind the request-log wrapper, with
  * tokens signed by its secret. Shared by the management API tests.
  */
 import { createApp } from "../../src/app";
 import { openDb } from "../../src/db/client";
 import type { Facilitator } from "../../src/facilitator/types";
 import { createToken, type Scope } from "../../src/http/auth";
-import { createLogger } from "../../src/http/logging";
+import { createLogger, withRequestLog } from "../../src/http/logging";
 import { loadSettings } from "../../src/settings";
 
 export const SECRET = "test-secret-that-is-long-enough-0123456789";
@@ -36,6 +36,8 @@ export async function makeHarness(env: Record<string, string> = {}) {
   // Capture the structured lines instead of printing them.
   (log as unknown as { info: (o: Record<string, unknown>) => void }).info = (o) => void logLines.push(o);
   const app = createApp({ settings, db, log, jwtSecret: SECRET, facilitator: unusedFacilitator });
+  // As src/index.ts serves it: through the request-log wrapper.
+  const serve = withRequestLog((request) => app.handle(request), log);
   const tokens = {
     rw: await createToken(SECRET, { scopes: ["read", "write"], ttlSeconds: 600 }),
     read: await createToken(SECRET, { scopes: ["read"], ttlSeconds: 600 }),
@@ -57,7 +59,7 @@ export async function makeHarness(env: Record<string, string> = {}) {
       body = typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body);
       headers["content-type"] ??= "application/json";
     }
-    const res = await app.handle(new Request(`http://localhost${path}`, { method, headers, body }));
+    const res = await serve(new Request(`http://localhost${path}`, { method, headers, body }));
     const text = await res.text();
     let json: any;
     try {

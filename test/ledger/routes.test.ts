@@ -1,33 +1,15 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createToken } from "../../src/http/auth";
-import { claimPayment, markFailed, markSettled, type PaymentClaim } from "../../src/ledger/service";
-import { type Fixture, fixture, JWT_SECRET, makeApp } from "../gateway/fixtures";
 import { FacilitatorUnavailableError } from "../../src/facilitator/types";
+import { claimPayment, markFailed, markSettled } from "../../src/ledger/service";
+import { type Fixture, fixture, JWT_SECRET, makeApp } from "../gateway/fixtures";
+import { CID_A, claim, PAYER } from "./claims";
 
 let f: Fixture;
 let app: ReturnType<typeof makeApp>;
 const read = await createToken(JWT_SECRET, { scopes: ["read"], ttlSeconds: 600 });
 const writeOnly = await createToken(JWT_SECRET, { scopes: ["write"], ttlSeconds: 600 });
-const CID_A = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
 const CID_B = "bafkreidgvpkjawlxz6sffxzwgooowe5yt7i6wsyg236mfoks77nywkptdq";
-const PAYER = "0x1111111111111111111111111111111111111111";
-
-let n = 0;
-const claim = (over: Partial<PaymentClaim>): PaymentClaim => ({
-  network: "base-sepolia",
-  asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
-  payer: PAYER,
-  nonce: `0x${(++n).toString(16).padStart(64, "0")}`,
-  cid: CID_A,
-  instructionId: "0190a000-0000-7000-8000-000000000001",
-  instructionVersion: 1,
-  amount: "10000",
-  payTo: "0x2222222222222222222222222222222222222222",
-  validBefore: 2_000_000_000n,
-  x402Version: 1,
-  proofHash: "a".repeat(64),
-  ...over,
-});
 
 beforeAll(() => {
   f = fixture();

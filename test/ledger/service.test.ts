@@ -10,32 +10,13 @@ import {
   type PaymentClaim,
   paymentTotals,
 } from "../../src/ledger/service";
+import { claim } from "./claims";
 
 let db: Db;
 beforeEach(() => {
   db = openDb(":memory:");
 });
 afterEach(() => db.sqlite.close());
-
-let n = 0;
-function claim(over: Partial<PaymentClaim> = {}): PaymentClaim {
-  n++;
-  return {
-    network: "base-sepolia",
-    asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
-    payer: "0x1111111111111111111111111111111111111111",
-    nonce: `0x${n.toString(16).padStart(64, "0")}`,
-    cid: "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy",
-    instructionId: "0190a000-0000-7000-8000-000000000001",
-    instructionVersion: 1,
-    amount: "10000",
-    payTo: "0x2222222222222222222222222222222222222222",
-    validBefore: 2_000_000_000n,
-    x402Version: 1,
-    proofHash: "a".repeat(64),
-    ...over,
-  };
-}
 
 describe("claims", () => {
   test("an authorization is claimed once; a second claim sees the pending row", () => {

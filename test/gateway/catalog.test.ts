@@ -1,0 +1,118 @@
+/**
+ * The catalog's cache invalidation: writes in this process are seen at once,
+ * payments do not evict cached offers, and commits by another connection
+ * (another process in real life) are seen within DATA_VERSION_CHECK_MS.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { indexContent } from "../../src/content/indexer";
+import { type Db, openDb } from "../../src/db/client";
+import { createCatalog, DATA_VERSION_CHECK_MS } from "../../src/gateway/catalog";
+import { attachCid, createInstruction, detachCid, updateInstruction } from "../../src/instructions/service";
+import { claimPayment, markSettled } from "../../src/ledger/service";
+import { reconcile } from "../../src/pricing/sync";
+import { loadSettings } from "../../src/settings";
+
+const USDC = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
+const SELLER = "0x1111111111111111111111111111111111111111";
+const requirement = (amount: string) => ({ network: "base-sepolia" as const, asset: USDC, pay_to: SELLER, amount });
+
+let dir: string;
+let db: Db;
+let other: Db;
+let settings: ReturnType<typeof loadSettings>;
+let cid: string;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "cidgate-catalog-"));
+  settings = loadSettings({ CIDGATE_DB: join(dir, "db.sqlite"), PUBLIC_URL: "https://gw.example.com", CIDGATE_CONTENT_DIR: join(dir, "content") });
+  db = openDb(settings.db);
+  other = openDb(settings.db); // stands for a CLI writing the same file
+  mkdirSync(settings.contentDir);
+  writeFileSync(join(settings.contentDir, "a.txt"), "paid words\n");
+  await indexContent(db, settings.contentDir);
+  cid = db.sqlite.query<{ cid: string }, []>("SELECT cid FROM content_files").get()!.cid;
+});
+
+afterAll(() => {
+  other?.sqlite.close();
+  db?.sqlite.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const priceOf = (c: ReturnType<typeof createCatalog>) => c.lookup(cid)?.required.accepts[0]?.amount;
+
+test("writes through the services are seen on the very next lookup", () => {
+  const catalog = createCatalog(db, settings);
+  expect(catalog.lookup(cid)).toBeUndefined(); // not priced yet (and that answer is cached)
+  const inst = createInstruction(db, { name: "fee", requirements: [requirement("100")] });
+  attachCid(db, inst.id, cid);
+  expect(priceOf(catalog)).toBe(100n);
+  updateInstruction(db, inst.id, { requirements: [requirement("250")] });
+  expect(priceOf(catalog)).toBe(250n);
+  detachCid(db, inst.id, cid);
+  expect(catalog.lookup(cid)).toBeUndefined();
+  attachCid(db, inst.id, cid);
+  expect(priceOf(catalog)).toBe(250n);
+});
+
+test("a pricing reload and a content re-index are seen on the next lookup", async () => {
+  const catalog = createCatalog(db, settings);
+  expect(priceOf(catalog)).toBe(250n);
+  // A file-declared instruction cannot take an API instruction's CID: price another file instead.
+  writeFileSync(join(settings.contentDir, "b.txt"), "more paid words\n");
+  await indexContent(db, settings.contentDir);
+  const bCid = db.sqlite.query<{ cid: string }, [string]>("SELECT cid FROM content_files WHERE path = ?").get("b.txt")!.cid;
+  expect(catalog.lookup(bCid)).toBeUndefined();
+  const result = reconcile(db, [
+    {
+      key: "b",
+      source: "file:p.yaml#b",
+      name: "b",
+      description: null,
+      requirements: [requirement("7")],
+      requirementsJson: JSON.stringify([requirement("7")]),
+      cids: [{ cid: bCid, at: { file: "p.yaml", line: 1, column: 1 } }],
+    } as unknown as Parameters<typeof reconcile>[1][number],
+  ]);
+  expect(result.ok).toBe(true);
+  expect(catalog.lookup(bCid)?.required.accepts[0]?.amount).toBe(7n);
+  // The file changes on disk and is re-indexed: the old CID is no longer sold.
+  writeFileSync(join(settings.contentDir, "b.txt"), "changed words\n");
+  await indexContent(db, settings.contentDir);
+  expect(catalog.lookup(bCid)).toBeUndefined();
+});
+
+test("a payment does not throw the cached offer away", () => {
+  const catalog = createCatalog(db, settings);
+  const first = catalog.lookup(cid);
+  expect(first).toBeDefined();
+  const claim = claimPayment(db, {
+    network: "base-sepolia",
+    asset: USDC,
+    payer: SELLER,
+    nonce: `0x${"ab".repeat(32)}`,
+    cid,
+    instructionId: first!.instruction.id,
+    instructionVersion: first!.instruction.version,
+    amount: "250",
+    payTo: SELLER,
+    validBefore: 9_999_999_999n,
+    x402Version: 2,
+    proofHash: "h",
+  });
+  expect(claim.claimed).toBe(true);
+  markSettled(db, claim.payment.id, `0x${"cd".repeat(32)}`);
+  expect(catalog.lookup(cid)).toBe(first!); // the very same object: nothing was rebuilt
+});
+
+test("a commit by another connection is seen within DATA_VERSION_CHECK_MS", async () => {
+  const catalog = createCatalog(db, settings);
+  expect(priceOf(catalog)).toBe(250n);
+  // Raw SQL on the other connection: this process's generation does not move.
+  other.sqlite.run("UPDATE payment_instructions SET requirements = ?, version = version + 1", [JSON.stringify([requirement("999")])]);
+  await Bun.sleep(DATA_VERSION_CHECK_MS + 20);
+  expect(priceOf(catalog)).toBe(999n);
+});
