@@ -23,6 +23,8 @@ export interface AppDeps {
   facilitator: Facilitator;
   /** Declarative pricing (config/*.yaml): reload state for GET /v3/x402/config. */
   pricing?: import("./pricing/service").Pricing;
+  /** The gateway instance, when the server also routes to it directly (src/index.ts); else one is made. */
+  gateway?: import("./gateway/routes").Gateway;
 }
 
 export function createApp(deps: AppDeps) {

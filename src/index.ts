@@ -5,6 +5,7 @@ import { createApp } from "./app";
 import { openDb } from "./db/client";
 import { createFacilitator } from "./facilitator/create";
 import { resolveJwtSecret } from "./http/jwt-secret";
+import { createGateway, gatewayRoutes } from "./gateway/routes";
 import { createLogger, withRequestLog } from "./http/logging";
 import { preparePricing } from "./pricing/boot";
 import { startWatchers } from "./pricing/watch";
@@ -28,8 +29,10 @@ const facilitator = createFacilitator(settings, log);
 // Index content/ and reconcile config/ before the first request, so the first answer is already right.
 const pricing = await preparePricing({ db, settings, log });
 
-const app = createApp({ settings, db, log, jwtSecret, facilitator, pricing });
-// Served through the request-log wrapper (one line per request, X-Request-Id), not app.listen.
+const gateway = createGateway({ settings, db, log, facilitator });
+const app = createApp({ settings, db, log, jwtSecret, facilitator, pricing, gateway });
+// Served through the request-log wrapper (one line per request, X-Request-Id), not app.listen;
+// the gateway's routes go straight to it through Bun's router, everything else through the app.
 // The JSON body check answers 413 itself at 1 MiB in the error shape; Bun's own limit (an
 // empty 413) is only the backstop for bodies that never reach it.
 const server = Bun.serve({
@@ -38,6 +41,7 @@ const server = Bun.serve({
   maxRequestBodySize: 16 * 1024 * 1024,
   idleTimeout: 30, // as app.listen had it: slow clients of large files
   development: false, // never Bun's HTML error page
+  routes: gatewayRoutes(gateway, (handler, path) => withRequestLog(handler, log, path)),
   fetch: withRequestLog(app.fetch, log),
 });
 

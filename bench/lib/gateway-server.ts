@@ -23,6 +23,7 @@ import { indexContent } from "../../src/content/indexer";
 import { openDb } from "../../src/db/client";
 import { createLocalFacilitator } from "../../src/facilitator/local";
 import type { Facilitator } from "../../src/facilitator/types";
+import { createGateway, gatewayRoutes } from "../../src/gateway/routes";
 import { createLogger, withRequestLog } from "../../src/http/logging";
 import { attachCid, createInstruction } from "../../src/instructions/service";
 import { loadSettings } from "../../src/settings";
@@ -94,7 +95,8 @@ for (const row of db.sqlite.query<{ cid: string; path: string }, []>("SELECT cid
   if (instruction) attachCid(db, instruction.id, row.cid);
 }
 
-const app = createApp({ settings, db, log, jwtSecret: "bench-secret-bench-secret-bench-secret-01", facilitator });
+const gateway = createGateway({ settings, db, log, facilitator });
+const app = createApp({ settings, db, log, jwtSecret: "bench-secret-bench-secret-bench-secret-01", facilitator, gateway });
 // Served as src/index.ts serves it: Bun.serve over the request-log wrapper.
 const server = Bun.serve({
   port: 0,
@@ -102,6 +104,7 @@ const server = Bun.serve({
   maxRequestBodySize: 1024 * 1024,
   idleTimeout: 30,
   development: false,
+  routes: gatewayRoutes(gateway, (handler, path) => withRequestLog(handler, log, path)),
   fetch: withRequestLog(app.fetch, log),
 });
 const url = `http://127.0.0.1:${server.port}`;

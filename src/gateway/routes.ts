@@ -42,19 +42,21 @@ function json(status: number, body: string, extra?: Record<string, string>, head
 }
 
 /** Headers of the 402 of each offer, built once (the 402 is the hot path). */
-const paymentRequiredHeaders = new WeakMap<PricedContent["required"], Record<string, string>>();
+// Kept as Headers objects: Bun copies a Headers into a new Response in ~0.2 us, a plain object
+// of the same five headers in ~0.8 us (the Response gets its own copy either way).
+const paymentRequiredHeaders = new WeakMap<PricedContent["required"], Headers>();
 
 function paymentRequired(item: PricedContent, head: boolean): Response {
   let headers = paymentRequiredHeaders.get(item.required);
   if (!headers) {
-    headers = { "Content-Type": "application/json", ...CORS_HEADERS, "PAYMENT-REQUIRED": item.required.header, "Cache-Control": "no-store" };
+    headers = new Headers({ "Content-Type": "application/json", ...CORS_HEADERS, "PAYMENT-REQUIRED": item.required.header, "Cache-Control": "no-store" });
     paymentRequiredHeaders.set(item.required, headers);
   }
   return new Response(head ? null : item.required.body, { status: 402, headers });
 }
 
 /** 403 bodies per offer and reason, built once: rejecting a forged proof should cost next to nothing. */
-const refusals = new WeakMap<PricedContent["required"], Map<string, { body: string; headers: Record<string, string> }>>();
+const refusals = new WeakMap<PricedContent["required"], Map<string, { body: string; headers: Headers }>>();
 
 function refused(item: PricedContent, x402Version: 1 | 2, r: ProofRejection, head: boolean): Response {
   let byReason = refusals.get(item.required);
@@ -63,7 +65,10 @@ function refused(item: PricedContent, x402Version: 1 | 2, r: ProofRejection, hea
   let cached = byReason.get(key);
   if (!cached) {
     const { body, header } = rejectionPayload(item.required, x402Version, r.reason, r.message);
-    cached = { body: JSON.stringify(body), headers: { "Content-Type": "application/json", ...CORS_HEADERS, "PAYMENT-REQUIRED": header, "Cache-Control": "no-store" } };
+    cached = {
+      body: JSON.stringify(body),
+      headers: new Headers({ "Content-Type": "application/json", ...CORS_HEADERS, "PAYMENT-REQUIRED": header, "Cache-Control": "no-store" }),
+    };
     // Reasons come from a small fixed set (ours and the facilitator's); bound it anyway.
     if (byReason.size < 256) byReason.set(key, cached);
   }
@@ -123,7 +128,13 @@ async function fileIsIndexed(item: PricedContent): Promise<boolean> {
   }
 }
 
-export function gatewayModule(deps: AppDeps) {
+/**
+ * The gateway's request handling, apart from any router: gatewayModule mounts
+ * it in the Elysia app (what tests drive), and src/index.ts also hands it to
+ * Bun.serve's own router (`gatewayRoutes`), the 402 path being the hot one.
+ * One instance per app, so both routes share one catalog and one settler.
+ */
+export function createGateway(deps: Pick<AppDeps, "db" | "settings" | "facilitator" | "log">) {
   const catalog = createCatalog(deps.db, deps.settings);
   const settler = createSettler({ db: deps.db, facilitator: deps.facilitator, timeoutMs: deps.settings.facilitatorTimeoutMs, log: deps.log });
   const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -136,10 +147,13 @@ export function gatewayModule(deps: AppDeps) {
     return outcomeOfExisting(row, item.cid, proof, nowSeconds());
   }
 
-  async function handle(request: Request, rawCid: string, head: boolean): Promise<Response> {
+  /**
+   * Synchronous up to the 402 and the undecodable proof: no promise, no
+   * microtask on the hot path. A decoded proof goes on to `withProof`.
+   */
+  function handle(request: Request, rawCid: string, head: boolean): Response | Promise<Response> {
     const item = catalog.lookup(rawCid);
     if (!item) return json(404, parseCid(rawCid) ? NOT_FOUND_BODY : BAD_CID_BODY, undefined, head);
-    const cid = item.cid;
 
     const v2Header = request.headers.get("payment-signature");
     const header = v2Header ?? request.headers.get("x-payment");
@@ -147,8 +161,11 @@ export function gatewayModule(deps: AppDeps) {
 
     const decoded = decodeProof(header);
     if (!decoded.ok) return refused(item, v2Header ? 2 : 1, decoded.rejection, head);
-    const proof = decoded.value;
+    return withProof(request, item, decoded.value, head);
+  }
 
+  async function withProof(request: Request, item: PricedContent, proof: DecodedProof, head: boolean): Promise<Response> {
+    const cid = item.cid;
     const matched = await matchAndCheck(proof, item.required.accepts, nowSeconds());
     if (!matched.ok) {
       // The price may have changed since this proof was settled: a paid proof still serves.
@@ -186,8 +203,39 @@ export function gatewayModule(deps: AppDeps) {
     }
   }
 
+  return { handle };
+}
+
+export type Gateway = ReturnType<typeof createGateway>;
+
+const preflight = () => new Response(null, { status: 204, headers: PREFLIGHT_HEADERS });
+
+export function gatewayModule(deps: AppDeps) {
+  const gateway = deps.gateway ?? createGateway(deps);
   return new Elysia({ name: "gateway", prefix: "/x402" })
-    .get("/cid/:cid", ({ request, params }) => handle(request, params.cid, false))
-    .head("/cid/:cid", ({ request, params }) => handle(request, params.cid, true))
-    .options("/cid/:cid", () => new Response(null, { status: 204, headers: PREFLIGHT_HEADERS }));
+    .get("/cid/:cid", ({ request, params }) => gateway.handle(request, params.cid, false))
+    .head("/cid/:cid", ({ request, params }) => gateway.handle(request, params.cid, true))
+    .options("/cid/:cid", preflight);
+}
+
+/**
+ * The same routes for Bun.serve's `routes` (no Elysia in between: ~2 us less
+ * per 402). `wrap` is the server's per-request wrapper (the request log).
+ * Paths that do not match exactly (a trailing slash, say) still reach the
+ * app through `fetch`, which answers them as before.
+ */
+export function gatewayRoutes(
+  gateway: Gateway,
+  wrap: (handler: (request: Request) => Response | Promise<Response>, pathOf: (request: Request) => string) => (request: Request) => Response | Promise<Response>,
+) {
+  type Routed = Request & { params: { cid: string } };
+  // The router has the path in pieces already; rebuilding it is cheaper than reading request.url.
+  const pathOf = (request: Request) => `/x402/cid/${(request as Routed).params.cid}`;
+  return {
+    "/x402/cid/:cid": {
+      GET: wrap((request) => gateway.handle(request, (request as Routed).params.cid, false), pathOf),
+      HEAD: wrap((request) => gateway.handle(request, (request as Routed).params.cid, true), pathOf),
+      OPTIONS: wrap(preflight, pathOf),
+    },
+  };
 }

@@ -32,9 +32,16 @@ export async function makeHarness(env: Record<string, string> = {}) {
   const settings = loadSettings({ CIDGATE_DB: ":memory:", CIDGATE_CONFIG_DIR: "/nonexistent", CIDGATE_CONTENT_DIR: "/nonexistent", ...env });
   const db = openDb(":memory:");
   const logLines: Record<string, unknown>[] = [];
-  const log = createLogger("info");
-  // Capture the structured lines instead of printing them.
-  (log as unknown as { info: (o: Record<string, unknown>) => void }).info = (o) => void logLines.push(o);
+  // Capture the request lines as written (the real serialization) instead of printing them.
+  const log = createLogger("info", {
+    write(text: string) {
+      for (const line of text.split("\n")) {
+        if (!line) continue;
+        const o = JSON.parse(line) as Record<string, unknown>;
+        if ("method" in o) logLines.push(o);
+      }
+    },
+  });
   const app = createApp({ settings, db, log, jwtSecret: SECRET, facilitator: unusedFacilitator });
   // As src/index.ts serves it: through the request-log wrapper.
   const serve = withRequestLog((request) => app.handle(request), log);
