@@ -5,7 +5,17 @@
 export {};
 
 const commands: Record<string, () => Promise<{ run(args: string[]): Promise<number> }>> = {
-  serve: async () => ({ run: async () => (await import("../index"), new Promise<number>(() => {})) }),
+  // The server runs until a signal; index.ts exits the process itself.
+  serve: async () => ({
+    run: async (args) => {
+      if (args.length > 0) {
+        console.error("usage: cidgate serve   (settings come from the environment and .env: see README)");
+        return args.includes("--help") ? 0 : 2;
+      }
+      await import("../index");
+      return new Promise<number>(() => {});
+    },
+  }),
   token: async () => import("./token"),
   config: async () => import("./config"),
   content: async () => import("./content"),
@@ -16,7 +26,7 @@ const commands: Record<string, () => Promise<{ run(args: string[]): Promise<numb
 const [name, ...args] = process.argv.slice(2);
 const load = name ? commands[name] : undefined;
 if (!load) {
-  console.error(`usage: cidgate <${Object.keys(commands).join("|")}> ...`);
+  console.error(`usage: cidgate <${Object.keys(commands).join("|")}> ...   (cidgate <command> --help for more)`);
   process.exit(name === undefined || name === "help" || name === "--help" ? 0 : 2);
 }
 process.exit(await (await load()).run(args));

@@ -68,12 +68,7 @@ function fromApiError(e: ApiError) {
 
 export const errors = new Elysia({ name: "errors" })
   .error({ ApiError })
-  .onError({ as: "global" }, (ctx) => {
-    const response = toErrorResponse(ctx.code, ctx.error);
-    // Recorded so that the request log (onAfterResponse) sees the status that went out.
-    ctx.set.status = response.status;
-    return response;
-  });
+  .onError({ as: "global" }, (ctx) => toErrorResponse(ctx.code, ctx.error));
 
 function toErrorResponse(code: unknown, error: unknown): Response {
   if (error instanceof ApiError) return fromApiError(error);
