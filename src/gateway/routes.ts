@@ -11,6 +11,7 @@ import { parseCid } from "../content/cid";
 import { errorBody } from "../http/errors";
 import { findPaymentByProof } from "../ledger/service";
 import { createCatalog, type PricedContent } from "./catalog";
+import { paymentLookup } from "./chain-lookup";
 import { type DecodedProof, decodeProof, matchAndCheck, type ProofRejection, Reasons } from "./proof";
 import { receiptHeader } from "./receipts";
 import { rejectionPayload } from "./requirements";
@@ -136,7 +137,13 @@ async function fileIsIndexed(item: PricedContent): Promise<boolean> {
  */
 export function createGateway(deps: Pick<AppDeps, "db" | "settings" | "facilitator" | "log">) {
   const catalog = createCatalog(deps.db, deps.settings);
-  const settler = createSettler({ db: deps.db, facilitator: deps.facilitator, timeoutMs: deps.settings.facilitatorTimeoutMs, log: deps.log });
+  const settler = createSettler({
+    db: deps.db,
+    facilitator: deps.facilitator,
+    timeoutMs: deps.settings.facilitatorTimeoutMs,
+    log: deps.log,
+    lookup: paymentLookup(deps.settings),
+  });
   const nowSeconds = () => Math.floor(Date.now() / 1000);
 
   /** A settled proof for this CID, re-presented before it expires: served again at no charge. */
@@ -200,6 +207,9 @@ export function createGateway(deps: Pick<AppDeps, "db" | "settings" | "facilitat
         return refused(item, proof.x402Version, outcome, false);
       case "unavailable":
         return json(500, JSON.stringify(errorBody("facilitator_unavailable", `the payment could not be completed: ${outcome.message}; present the same proof again later`)));
+      case "pending":
+        // Not a refusal: the same proof, presented again once the transaction is mined, is served.
+        return json(503, JSON.stringify(errorBody("settlement_pending", `${outcome.message}; present the same proof again shortly`)), { "Retry-After": "5" });
     }
   }
 

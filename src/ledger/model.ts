@@ -39,7 +39,7 @@ export const PaymentRecord = T.Object({
   transaction: T.Union([T.String(), T.Null()], { description: "settlement transaction hash" }),
   valid_before: T.Integer({ description: "authorization expiry, unix seconds" }),
   x402_version: T.Integer(),
-  error: T.Union([T.String(), T.Null()], { description: "why a failed payment failed" }),
+  error: T.Union([T.String(), T.Null()], { description: "why a failed payment failed, or why a pending one is unconfirmed (settle sent, outcome not known yet)" }),
   created_at: T.String({ format: "date-time" }),
   updated_at: T.String({ format: "date-time" }),
 });

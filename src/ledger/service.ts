@@ -32,10 +32,28 @@ export interface PaymentClaim extends AuthorizationKey {
 }
 
 export type ClaimResult =
-  /** This request holds the authorization now and must settle or release it. */
-  | { claimed: true; payment: Payment }
+  /**
+   * This request holds the authorization now and must settle or release it.
+   * `resolve`: a settlement of this very proof may already have been sent
+   * (its outcome was never learnt): find out what became of it before
+   * anything else, never verify it afresh.
+   */
+  | { claimed: true; payment: Payment; resolve: boolean }
   /** Someone holds or used it already: pending or settled. */
   | { claimed: false; payment: Payment };
+
+/**
+ * A pending row whose settle was sent but never answered carries this
+ * prefix in `error`; a live claim has `error` null. Such a row stays
+ * pending (the money may have moved) until the same proof resolves it.
+ */
+export const UNCONFIRMED = "settlement unconfirmed";
+
+/** A pending row nobody is settling right now: its settle went unanswered, or its process stopped. */
+export function isUnconfirmed(row: Payment, staleBefore?: string): boolean {
+  if (row.state !== "pending") return false;
+  return (row.error?.startsWith(UNCONFIRMED) ?? false) || (staleBefore !== undefined && row.updatedAt < staleBefore);
+}
 
 const nowIso = () => new Date().toISOString();
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
@@ -115,19 +133,31 @@ function hot(db: Db) {
 
 /**
  * Claims an authorization before any facilitator call. A row left `failed`
- * (facilitator unreachable, verify refused, settle refused) is released:
- * the next presentation may claim it again. So is a row left `pending`
- * since before `staleBefore`: its settlement was interrupted (the process
- * stopped), since a live one is bounded in time. Other pending rows and
- * settled rows are returned unclaimed for the caller to decide.
+ * (facilitator unreachable before settle, verify refused, settle refused)
+ * is released: the next presentation may claim it again. A pending row
+ * nobody is settling (its settle went unanswered, or it has been pending
+ * since before `staleBefore`: its process stopped, since a live settlement
+ * is bounded in time) may have been paid on chain: only the same proof for
+ * the same CID may claim it, to resolve it (`resolve: true`). Other pending
+ * rows and settled rows are returned unclaimed for the caller to decide.
  */
 export function claimPayment(db: Db, claim: PaymentClaim, options: { staleBefore?: string } = {}): ClaimResult {
   const statements = hot(db);
   return db.transaction((tx) => {
     const existing = statements.findByAuthorization.get({ network: claim.network, asset: claim.asset, payer: claim.payer, nonce: claim.nonce });
-    const stale = existing?.state === "pending" && options.staleBefore !== undefined && existing.updatedAt < options.staleBefore;
-    if (existing && existing.state !== "failed" && !stale) return { claimed: false as const, payment: existing };
     const now = nowIso();
+    if (existing && isUnconfirmed(existing, options.staleBefore)) {
+      if (existing.cid !== claim.cid || existing.proofHash !== claim.proofHash) return { claimed: false as const, payment: existing };
+      // Live again: other requests (and processes) now see a settlement in progress.
+      const payment = tx
+        .update(payments)
+        .set({ error: null, updatedAt: now })
+        .where(and(eq(payments.id, existing.id), eq(payments.state, "pending")))
+        .returning()
+        .get()!;
+      return { claimed: true as const, payment, resolve: true };
+    }
+    if (existing && existing.state !== "failed") return { claimed: false as const, payment: existing };
     const fields = {
       cid: claim.cid,
       instructionId: claim.instructionId,
@@ -145,7 +175,7 @@ export function claimPayment(db: Db, claim: PaymentClaim, options: { staleBefore
     const payment = existing
       ? tx.update(payments).set(fields).where(eq(payments.id, existing.id)).returning().get()
       : statements.insertClaim.get({ ...fields, network: claim.network, asset: claim.asset, payer: claim.payer, nonce: claim.nonce, now })!;
-    return { claimed: true as const, payment };
+    return { claimed: true as const, payment, resolve: false };
   });
 }
 
@@ -159,6 +189,20 @@ export function markFailed(db: Db, id: number, error: string): Payment | undefin
   return db
     .update(payments)
     .set({ state: "failed", error: error.slice(0, 500), updatedAt: nowIso() })
+    .where(and(eq(payments.id, id), eq(payments.state, "pending")))
+    .returning()
+    .get();
+}
+
+/**
+ * Leaves a pending row pending, marked unconfirmed: its settle went out
+ * and no answer came back (or the transaction is not mined yet). It is
+ * neither released nor settled until the same proof resolves it.
+ */
+export function markUnconfirmed(db: Db, id: number, detail: string): Payment | undefined {
+  return db
+    .update(payments)
+    .set({ error: `${UNCONFIRMED}: ${detail}`.slice(0, 500), updatedAt: nowIso() })
     .where(and(eq(payments.id, id), eq(payments.state, "pending")))
     .returning()
     .get();
