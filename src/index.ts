@@ -39,7 +39,7 @@ const server = Bun.serve({
   port: settings.port,
   hostname: settings.host,
   maxRequestBodySize: 16 * 1024 * 1024,
-  idleTimeout: 30, // as app.listen had it: slow clients of large files
+  idleTimeout: 30, // seconds: room for slow clients of large files
   development: false, // never Bun's HTML error page
   routes: gatewayRoutes(gateway, (handler, path) => withRequestLog(handler, log, path)),
   fetch: withRequestLog(app.fetch, log),

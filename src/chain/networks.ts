@@ -38,7 +38,8 @@ export const NETWORK_SPELLINGS = Object.keys(SPELLINGS);
 
 /** Canonical name for any accepted spelling, or undefined. */
 export function canonicalNetwork(spelling: string): NetworkName | undefined {
-  return SPELLINGS[spelling];
+  // Own keys only: "constructor" or "__proto__" from a client's proof must not reach Object.prototype.
+  return Object.hasOwn(SPELLINGS, spelling) ? SPELLINGS[spelling] : undefined;
 }
 
 export function networkByChainId(chainId: number): NetworkName | undefined {

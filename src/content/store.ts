@@ -5,7 +5,7 @@
 import type { Statement } from "bun:sqlite";
 import type { Db } from "../db/client";
 import type { Settings } from "../settings";
-import { parseCid } from "./cid";
+import { canonicalCid } from "./cid";
 import { absoluteContentPath, contentRoot } from "./paths";
 
 export interface ContentFile {
@@ -51,7 +51,7 @@ export function lookupContent(db: Db, settings: Pick<Settings, "contentDir">, ci
   const stmt = statementFor(db);
   let row = stmt.get(cid);
   if (!row) {
-    const canonical = parseCid(cid)?.toString();
+    const canonical = canonicalCid(cid);
     if (canonical && canonical !== cid) row = stmt.get(canonical);
   }
   if (!row) return undefined;

@@ -8,7 +8,7 @@
  * SQLite's data_version, asked at most every DATA_VERSION_CHECK_MS: an idle
  * server sees them on its next request, a busy one within that bound.
  */
-import { parseCid } from "../content/cid";
+import { canonicalCid } from "../content/cid";
 import { lookupContent } from "../content/store";
 import { catalogGeneration } from "../db/changes";
 import type { Db } from "../db/client";
@@ -76,7 +76,7 @@ export function createCatalog(db: Db, settings: Pick<Settings, "publicUrl" | "co
     }
     let entry = entries.get(spelling);
     if (entry === undefined) {
-      const cid = parseCid(spelling)?.toString();
+      const cid = canonicalCid(spelling);
       entry = cid ? build(cid) : null;
       entries.set(spelling, entry);
     }

@@ -26,8 +26,9 @@ export const AuthorizationModel = Type.Object({
 });
 
 export const ExactEvmPayloadModel = Type.Object({
-  // 65 bytes for an EOA; longer for smart wallets (ERC-1271 / ERC-6492), bounded.
-  signature: Type.String({ pattern: "^0x[0-9a-fA-F]+$", maxLength: 16384 }),
+  // 65 bytes for an EOA; longer for smart wallets (ERC-1271 / ERC-6492), bounded. Whole bytes only:
+  // an odd digit count would pass as "longer than 65 bytes" and cost a facilitator call.
+  signature: Type.String({ pattern: "^0x(?:[0-9a-fA-F]{2})+$", maxLength: 16384 }),
   authorization: AuthorizationModel,
 });
 

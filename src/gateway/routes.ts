@@ -1,7 +1,7 @@
 /**
  * The paid gateway, GET|HEAD /x402/cid/:cid: the thin HTTP layer over the
  * catalog (what is sold), proof.ts (decode, match, local checks) and the
- * settler (verify -> settle -> ledger). See ARCHITECTURE.md "The paid request".
+ * settler (verify -> settle -> ledger). See docs/gateway.md "The request, step by step".
  * Settle before serve: no byte of content leaves before settlement succeeds.
  */
 import { stat } from "node:fs/promises";
@@ -83,7 +83,7 @@ export function parseRange(header: string | null, size: number): { start: number
   if (!m || (m[1] === "" && m[2] === "")) return undefined;
   if (m[1] === "") {
     const suffix = Number(m[2]);
-    if (suffix === 0) return "unsatisfiable";
+    if (suffix === 0 || size === 0) return "unsatisfiable"; // an empty file has no last bytes
     return { start: Math.max(0, size - suffix), end: size - 1 };
   }
   const start = Number(m[1]);

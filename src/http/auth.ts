@@ -14,7 +14,7 @@ import type { AppDeps } from "../app";
 import { ApiError } from "./errors";
 import { checkToken, type Scope, type TokenJwt, tokenPlugin } from "./token";
 
-export { createToken, parseScopes, type Scope, SCOPES } from "./token";
+export { createToken, type Scope } from "./token";
 
 function unauthorized(message: string, error = "invalid_token") {
   return new ApiError(401, "unauthorized", message, undefined, {

@@ -5,7 +5,7 @@
  */
 import { Elysia } from "elysia";
 import type { AppDeps } from "../app";
-import { parseCid } from "../content/cid";
+import { canonicalCid } from "../content/cid";
 import { auth } from "../http/auth";
 import { invalidInput } from "../http/errors";
 import { ListPaymentsQuery, PAYMENTS_LIMIT, PaymentListResponse, type PaymentRecord } from "./model";
@@ -67,7 +67,7 @@ export function paymentsModule(deps: AppDeps) {
     ({ query }) => {
       let cid: string | undefined;
       if (query.cid) {
-        cid = parseCid(query.cid)?.toString();
+        cid = canonicalCid(query.cid);
         if (!cid) throw invalidInput([{ path: "cid", message: "is not a valid CID (v0 or v1)" }]);
       }
       const filter: PaymentFilter = {

@@ -75,10 +75,6 @@ export function findPaymentByProof(db: Db, key: { network: string; payer: string
     .get();
 }
 
-export function getPayment(db: Db, id: number): Payment | undefined {
-  return db.select().from(payments).where(eq(payments.id, id)).get();
-}
-
 /*
  * The paid request's two writes, prepared once per database: drizzle's query
  * builder costs 0.2-0.4 ms per call, more than SQLite's own work here.

@@ -397,6 +397,6 @@ export function loadPricing(opts: LoadOptions): LoadedPricing {
   return out;
 }
 
-export function describe(inst: Pick<DesiredInstruction, "key">, claim: CidClaim): string {
+function describe(inst: Pick<DesiredInstruction, "key">, claim: CidClaim): string {
   return `"${inst.key}" at ${claim.at.file}:${claim.at.line}:${claim.at.column}${claim.via ? ` via ${claim.via}` : ""}`;
 }

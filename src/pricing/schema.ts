@@ -89,5 +89,3 @@ export const PricingFileModel = t.Object(
 );
 
 export type PricingFile = Static<typeof PricingFileModel>;
-export type InstructionInput = Static<typeof InstructionModel>;
-export type RequirementInput = Static<typeof RequirementModel>;

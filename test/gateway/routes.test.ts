@@ -190,12 +190,24 @@ describe("403 before any facilitator call", () => {
     await expect403({ "PAYMENT-SIGNATURE": await proofHeader(2, { nonce, validBefore: 4_000_000_000, signature }) }, "invalid_exact_evm_payload_signature", 2);
   });
 
+  test("a signature of an odd number of hex digits is not bytes: refused, never sent on as a smart-wallet signature", async () => {
+    await expect403({ "X-PAYMENT": await proofHeader(1, { signature: `0x${"1".repeat(133)}` }) }, "invalid_payload", 1);
+    await expect403({ "PAYMENT-SIGNATURE": await proofHeader(2, { signature: `0x${"1".repeat(301)}` }) }, "invalid_payload", 2);
+  });
+
   test("underpaid, wrong recipient, wrong network, expired", async () => {
     const now = Math.floor(Date.now() / 1000);
     await expect403({ "X-PAYMENT": await proofHeader(1, { value: "9999" }) }, "invalid_exact_evm_payload_authorization_value", 1);
     await expect403({ "X-PAYMENT": await proofHeader(1, { payTo: newAccount().address }) }, "invalid_exact_evm_payload_recipient_mismatch", 1);
     await expect403({ "X-PAYMENT": await proofHeader(1, { network: "base" }) }, "invalid_network", 1);
     await expect403({ "PAYMENT-SIGNATURE": await proofHeader(2, { validBefore: now - 5 }) }, "invalid_exact_evm_payload_authorization_valid_before", 2);
+  });
+
+  test("a network named like an Object.prototype member is an unknown network, not a 500", async () => {
+    for (const claimedNetwork of ["constructor", "__proto__", "toString"]) {
+      await expect403({ "X-PAYMENT": await proofHeader(1, { claimedNetwork }) }, "invalid_network", 1);
+      await expect403({ "PAYMENT-SIGNATURE": await proofHeader(2, { claimedNetwork }) }, "invalid_network", 2);
+    }
   });
 
   test("header names are case-insensitive (the seed writes X-Payment)", async () => {
