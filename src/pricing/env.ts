@@ -12,8 +12,9 @@ export function substitute(value: string, env: Record<string, string | undefined
       fail(`"\${${name}}" is not a valid variable reference`);
       return whole;
     }
-    const v = env[name];
-    if (v === undefined || v === "") {
+    // Own keys only: `${constructor}` must not read Object.prototype.
+    const v = Object.hasOwn(env, name) ? env[name] : undefined;
+    if (typeof v !== "string" || v === "") {
       fail(`environment variable ${name} is not set`);
       return whole;
     }

@@ -28,7 +28,11 @@ export function fastParse(text: string, env: Record<string, string | undefined>)
     if (Array.isArray(v)) return v.map(walk);
     if (v && typeof v === "object") {
       const out: Record<string, unknown> = {};
-      for (const [k, x] of Object.entries(v)) out[k] = walk(x);
+      for (const [k, x] of Object.entries(v)) {
+        // Assigning "__proto__" would set the prototype, not a key: the slow path reports it as a key.
+        if (k === "__proto__") failed = true;
+        else out[k] = walk(x);
+      }
       return out;
     }
     return v;
