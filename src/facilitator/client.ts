@@ -91,7 +91,9 @@ export function createHttpFacilitator(options: HttpFacilitatorOptions): Facilita
     } catch (error) {
       if (error instanceof FacilitatorUnavailableError) throw error;
       if (signal.aborted) throw new FacilitatorUnavailableError(`facilitator ${endpoint}: no answer within ${options.timeoutMs} ms`);
-      throw new FacilitatorUnavailableError(`facilitator ${endpoint}: unreachable (${(error as Error)?.message ?? "network error"})`);
+      // The error's code (ConnectionRefused, ECONNRESET...) only: its message may quote the URL, and this text reaches the buyer.
+      const code = (error as { code?: unknown })?.code;
+      throw new FacilitatorUnavailableError(`facilitator ${endpoint}: unreachable (${typeof code === "string" && /^\w{1,40}$/.test(code) ? code : "network error"})`);
     }
   }
 
