@@ -9,18 +9,9 @@ import { createGateway, gatewayRoutes } from "./gateway/routes";
 import { createLogger, withRequestLog } from "./http/logging";
 import { preparePricing } from "./pricing/boot";
 import { startWatchers } from "./pricing/watch";
-import { loadSettings, SettingsError } from "./settings";
+import { loadSettingsOrReport } from "./settings";
 
-let settings;
-try {
-  settings = loadSettings();
-} catch (e) {
-  if (e instanceof SettingsError) {
-    console.error(`cidgate: bad setting ${e.message}`);
-    process.exit(2);
-  }
-  throw e;
-}
+const settings = loadSettingsOrReport("cidgate") ?? process.exit(2);
 
 const log = createLogger(settings.logLevel);
 const db = openDb(settings.db);

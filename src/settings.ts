@@ -112,3 +112,17 @@ export function loadSettings(env: Env = process.env) {
 }
 
 export type Settings = ReturnType<typeof loadSettings>;
+
+/**
+ * Settings for a command or the server: on a bad value, prints the one line
+ * `<who>: bad setting <VARIABLE>: <allowed>` and returns undefined (the caller exits 2).
+ */
+export function loadSettingsOrReport(who: string, env: Env = process.env): Settings | undefined {
+  try {
+    return loadSettings(env);
+  } catch (e) {
+    if (!(e instanceof SettingsError)) throw e;
+    console.error(`${who}: bad setting ${e.message}`);
+    return undefined;
+  }
+}

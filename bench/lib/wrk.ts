@@ -80,8 +80,7 @@ function bytes(text: string): number {
 export async function runWrk(run: WrkRun): Promise<WrkResult> {
   const args = ["wrk", "-t1", `-c${run.connections}`, `-d${run.seconds}s`, "--latency", `--timeout`, `${run.timeoutSeconds ?? 10}s`];
   for (const [k, v] of Object.entries(run.headers ?? {})) args.push("-H", `${k}: ${v}`);
-  if (run.rotate) args.push("-s", join(import.meta.dir, "rotate-header.lua"));
-  else if (run.countStatuses) args.push("-s", join(import.meta.dir, "status.lua"));
+  if (run.rotate || run.countStatuses) args.push("-s", join(import.meta.dir, "count-statuses.lua"));
   args.push(run.url);
   if (run.rotate) args.push("--", run.rotate.header, run.rotate.file);
   const cpuBefore = run.serverPid ? cpuMs(run.serverPid) : undefined;

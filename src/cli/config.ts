@@ -9,7 +9,7 @@ import { indexContent } from "../content/indexer";
 import { listContent } from "../content/store";
 import { openDb } from "../db/client";
 import { formatProblem, loadPricing } from "../pricing/load";
-import { loadSettings, SettingsError } from "../settings";
+import { loadSettingsOrReport } from "../settings";
 import { parseOptions } from "./args";
 
 const USAGE = `usage: cidgate config check [dir] [--content <dir>]
@@ -36,16 +36,8 @@ export async function run(args: string[]): Promise<number> {
     console.error(USAGE);
     return 2;
   }
-  let settings;
-  try {
-    settings = loadSettings();
-  } catch (e) {
-    if (e instanceof SettingsError) {
-      console.error(`cidgate config: bad setting ${e.message}`);
-      return 2;
-    }
-    throw e;
-  }
+  const settings = loadSettingsOrReport("cidgate config");
+  if (!settings) return 2;
   const configDir = positional[0] ?? settings.configDir;
   const contentDir = contentOverride ?? settings.contentDir;
 

@@ -9,7 +9,7 @@ import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync, statSync } fro
 import { basename, dirname, join } from "node:path";
 import { cidOfFile } from "../content/cid";
 import { absoluteContentPath, contentRoot, relativePathProblem } from "../content/paths";
-import { loadSettings, SettingsError } from "../settings";
+import { loadSettingsOrReport } from "../settings";
 import { parseOptions } from "./args";
 
 const USAGE = `usage: cidgate content add <file> [--as <path under the content folder>] [--force]
@@ -38,16 +38,8 @@ export async function run(args: string[]): Promise<number> {
     return 2;
   }
   const source = files[0];
-  let settings;
-  try {
-    settings = loadSettings();
-  } catch (e) {
-    if (e instanceof SettingsError) {
-      console.error(`cidgate content: bad setting ${e.message}`);
-      return 2;
-    }
-    throw e;
-  }
+  const settings = loadSettingsOrReport("cidgate content");
+  if (!settings) return 2;
   let st;
   try {
     st = statSync(source);

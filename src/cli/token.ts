@@ -6,7 +6,7 @@
  */
 import { jwtSecretPath, resolveJwtSecret } from "../http/jwt-secret";
 import { createToken, parseScopes, parseTtl } from "../http/token";
-import { loadSettings, SettingsError } from "../settings";
+import { loadSettingsOrReport } from "../settings";
 import { parseOptions } from "./args";
 
 const USAGE = `usage: cidgate token create [--scope read,write] [--ttl 30d]
@@ -41,16 +41,8 @@ export async function run(args: string[]): Promise<number> {
     return 2;
   }
 
-  let settings;
-  try {
-    settings = loadSettings(process.env);
-  } catch (e) {
-    if (e instanceof SettingsError) {
-      console.error(`cidgate: bad setting ${e.message}`);
-      return 2;
-    }
-    throw e;
-  }
+  const settings = loadSettingsOrReport("cidgate");
+  if (!settings) return 2;
   const secret = resolveJwtSecret(settings);
   const token = await createToken(secret, { scopes, ttlSeconds });
   const expires = new Date((Math.floor(Date.now() / 1000) + ttlSeconds) * 1000).toISOString();

@@ -8,6 +8,7 @@ import type { AppDeps } from "../app";
 import { auth } from "../http/auth";
 import { jsonBody } from "../http/body";
 import { invalidInput } from "../http/errors";
+import { parseLimit } from "../http/limit";
 import { openapiDocs } from "../http/openapi";
 import {
   CidAssociationResponse,
@@ -59,13 +60,6 @@ function toWire(r: InstructionRecord): PaymentInstruction {
 /** Response schemas for OpenAPI: the success model plus the error shape for each status the route can answer. */
 const read = <S>(ok: S) => ({ 200: ok, 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse });
 const write = <S>(ok: S) => ({ ...read(ok), 409: ErrorResponse, 413: ErrorResponse, 415: ErrorResponse });
-
-function parseLimit(text: string | undefined, { max, fallback }: { max: number; fallback: number }): number {
-  if (text === undefined) return fallback;
-  const n = /^[0-9]{1,9}$/.test(text) ? Number(text) : Number.NaN;
-  if (!(n >= 1 && n <= max)) throw invalidInput([{ path: "limit", message: `must be a whole number from 1 to ${max}` }]);
-  return n;
-}
 
 export function instructionsModule(deps: AppDeps) {
   const { db, settings } = deps;

@@ -8,6 +8,7 @@ import type { AppDeps } from "../app";
 import { canonicalCid } from "../content/cid";
 import { auth } from "../http/auth";
 import { invalidInput } from "../http/errors";
+import { parseLimit } from "../http/limit";
 import { ListPaymentsQuery, PAYMENTS_LIMIT, PaymentListResponse, type PaymentRecord } from "./model";
 import { listPayments, type Payment, paymentTotals, type PaymentFilter } from "./service";
 
@@ -47,13 +48,6 @@ function decodePaymentsToken(token: string): number {
   return Number(m[1]);
 }
 
-function parseLimit(text: string | undefined): number {
-  if (text === undefined) return PAYMENTS_LIMIT.fallback;
-  const n = Number(text);
-  if (!(n >= 1 && n <= PAYMENTS_LIMIT.max)) throw invalidInput([{ path: "limit", message: `must be a whole number from 1 to ${PAYMENTS_LIMIT.max}` }]);
-  return n;
-}
-
 function isoTime(text: string | undefined, path: string): string | undefined {
   if (!text) return undefined;
   const t = Date.parse(text);
@@ -79,7 +73,7 @@ export function paymentsModule(deps: AppDeps) {
         createdTo: isoTime(query.to, "to"),
       };
       const page = listPayments(deps.db, filter, {
-        limit: parseLimit(query.limit),
+        limit: parseLimit(query.limit, PAYMENTS_LIMIT),
         afterId: query.pageToken ? decodePaymentsToken(query.pageToken) : undefined,
       });
       const data: { payments: PaymentRecord[]; next_page_token?: string; totals: ReturnType<typeof paymentTotals> } = {

@@ -1,7 +1,7 @@
--- wrk script: every request carries the next value (cycling) of one header,
--- read from a file with one value per line, and response statuses are
--- counted and printed as "STATUS <code> <count>" lines at the end.
---   wrk -s rotate-header.lua <url> -- <header name> <values file>
+-- wrk script: response statuses are counted and printed as "STATUS <code> <count>"
+-- lines at the end. Given a header name and a file with one value per line, every
+-- request also carries the next value (cycling) of that header.
+--   wrk -s count-statuses.lua <url> [-- <header name> <values file>]
 
 local name, values, i = nil, {}, 0
 counts = {} -- global: done() reads it from each thread with thread:get
@@ -12,15 +12,16 @@ function setup(thread)
 end
 
 function init(args)
+  if args[1] == nil then return end
   name = args[1]
   for line in io.lines(args[2]) do
     values[#values + 1] = line
   end
-end
-
-function request()
-  i = i % #values + 1
-  return wrk.format(nil, nil, { [name] = values[i] })
+  -- Only a rotating run replaces wrk's default request.
+  request = function()
+    i = i % #values + 1
+    return wrk.format(nil, nil, { [name] = values[i] })
+  end
 end
 
 function response(status, headers, body)
