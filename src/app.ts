@@ -1,18 +1,25 @@
 /**
- * createApp composes the feature modules into one Elysia app. It never
- * listens: tests call `app.handle(new Request(...))`; index.ts serves
- * `app.fetch` wrapped by `withRequestLog` (the per-request log line).
+ * The composition root: builds the stores and services from one database
+ * and hands each feature module the dependencies it declares. No module
+ * imports this file. createApp never listens: tests call
+ * `app.handle(new Request(...))`; server.ts serves it.
  */
 import { Elysia } from "elysia";
 import type { Db } from "./db/client";
 import type { Facilitator } from "./facilitator/types";
+import { createCatalog } from "./gateway/catalog";
+import { createPurchase } from "./gateway/purchase";
+import { createGatewayHandler, gatewayModule } from "./gateway/routes";
 import { errors } from "./http/errors";
 import type { Logger } from "./http/logging";
-import type { Settings } from "./settings";
 import { instructionsModule } from "./instructions/routes";
+import { paymentLookup } from "./ledger/chain-lookup";
 import { paymentsModule } from "./ledger/routes";
+import { createLedgerSettler } from "./ledger/settler";
+import { createPaymentStore } from "./ledger/store";
+import type { Pricing } from "./pricing/service";
 import { configModule } from "./pricing/routes";
-import { gatewayModule } from "./gateway/routes";
+import type { Settings } from "./settings";
 
 export interface AppDeps {
   settings: Settings;
@@ -22,18 +29,37 @@ export interface AppDeps {
   jwtSecret: string;
   facilitator: Facilitator;
   /** Declarative pricing (config/*.yaml): reload state for GET /v3/x402/config. */
-  pricing?: import("./pricing/service").Pricing;
-  /** The gateway instance, when the server also routes to it directly (src/index.ts); else one is made. */
-  gateway?: import("./gateway/routes").Gateway;
+  pricing?: Pricing;
+  /** Where buyers reach this server, for the 402's resource URLs; default PUBLIC_URL. */
+  publicUrl?: string;
 }
 
-export function createApp(deps: AppDeps) {
-  return new Elysia()
+/**
+ * Every store and service once, and the feature modules over them. The
+ * gateway handler is returned beside the app so the server can also put it
+ * on Bun's router: one catalog and one in-flight map for both routes.
+ */
+export function composeApp(deps: AppDeps) {
+  const { settings } = deps;
+  const payments = createPaymentStore(deps.db);
+  const settler = createLedgerSettler({
+    payments,
+    facilitator: deps.facilitator,
+    timeoutMs: settings.facilitatorTimeoutMs,
+    log: deps.log,
+    lookup: paymentLookup(settings),
+  });
+  const catalog = createCatalog(deps.db, { ...settings, publicUrl: deps.publicUrl ?? settings.publicUrl });
+  const gateway = createGatewayHandler({ purchase: createPurchase({ catalog, payments, settler }) });
+  const app = new Elysia()
     .use(errors)
     .use(instructionsModule(deps))
-    .use(paymentsModule(deps))
+    .use(paymentsModule({ payments, jwtSecret: deps.jwtSecret }))
     .use(configModule(deps))
-    .use(gatewayModule(deps));
+    .use(gatewayModule(gateway));
+  return { app, gateway };
 }
+
+export const createApp = (deps: AppDeps) => composeApp(deps).app;
 
 export type App = ReturnType<typeof createApp>;

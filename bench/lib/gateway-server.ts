@@ -2,7 +2,8 @@
  * The cidgate side of bench/gateway.ts, in its own process (pinned to a core
  * by the bench): the whole app as src/index.ts boots and serves it (file database, WAL,
  * request logging at LOG_LEVEL), over a content folder the bench filled, with
- * the in-process facilitator settling on the bench's anvil. It mirrors
+ * the in-process facilitator settling on the bench's anvil, served by the
+ * server factory (src/server.ts) exactly as `npm start` serves it. It mirrors
  * test/e2e/stack.ts, except that the chain belongs to the parent.
  *
  * The real facilitator is wrapped by `timedFacilitator`, which only counts and
@@ -18,14 +19,13 @@
  */
 import { join } from "node:path";
 import { getAddress } from "viem";
-import { createApp } from "../../src/app";
 import { indexContent } from "../../src/content/indexer";
 import { openDb } from "../../src/db/client";
 import { createLocalFacilitator } from "../../src/facilitator/local";
 import type { Facilitator } from "../../src/facilitator/types";
-import { createGateway, gatewayRoutes } from "../../src/gateway/routes";
-import { createLogger, withRequestLog } from "../../src/http/logging";
+import { createLogger } from "../../src/http/logging";
 import { attachCid, createInstruction } from "../../src/instructions/service";
+import { startServer } from "../../src/server";
 import { loadSettings } from "../../src/settings";
 
 const need = (name: string) => {
@@ -95,20 +95,9 @@ for (const row of db.sqlite.query<{ cid: string; path: string }, []>("SELECT cid
   if (instruction) attachCid(db, instruction.id, row.cid);
 }
 
-const gateway = createGateway({ settings, db, log, facilitator });
-const app = createApp({ settings, db, log, jwtSecret: "bench-secret-bench-secret-bench-secret-01", facilitator, gateway });
-// Served as src/index.ts serves it: Bun.serve over the request-log wrapper.
-const server = Bun.serve({
-  port: 0,
-  hostname: "127.0.0.1",
-  maxRequestBodySize: 1024 * 1024,
-  idleTimeout: 30,
-  development: false,
-  routes: gatewayRoutes(gateway, (handler, path) => withRequestLog(handler, log, path)),
-  fetch: withRequestLog(app.fetch, log),
-});
-const url = `http://127.0.0.1:${server.port}`;
-settings.publicUrl = url;
+// Served as `npm start` serves it: the one server factory (Bun's router, the request log, the limits).
+const running = await startServer({ settings, db, log, facilitator, jwtSecret: "bench-secret-bench-secret-bench-secret-01", pricing: false });
+const url = running.url;
 
 const control = Bun.serve({
   hostname: "127.0.0.1",
@@ -121,7 +110,7 @@ async function stop() {
   if (stopping) return;
   stopping = true;
   control.stop(true);
-  await server.stop(true);
+  await running.stop(true);
   real.close();
   db.sqlite.close();
   process.exit(0);

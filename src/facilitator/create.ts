@@ -7,7 +7,7 @@
 import { SettingsError, type Settings } from "../settings";
 import { createHttpFacilitator } from "./client";
 import { createLocalFacilitator } from "./local";
-import type { SettlementLog } from "./settle";
+import type { SettlementLog } from "./chain-settler";
 import type { Facilitator } from "./types";
 
 /** `log` receives the self-hosted facilitator's settlement warnings (optional). */

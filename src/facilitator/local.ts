@@ -8,10 +8,10 @@
 import { getAddress, type Hex } from "viem";
 import { NETWORKS, type NetworkName } from "../chain/networks";
 import type { Settings } from "../settings";
-import { parseFacilitatorRequest, type ParsedFacilitatorRequest } from "./model";
-import { Reason } from "./reasons";
+import { parseFacilitatorRequest } from "../x402/facilitator-request";
+import { Reason } from "../x402/reasons";
 import { createRelayer, type Relayer } from "./relayer";
-import { createSettler, type SettlementLog, type Settler } from "./settle";
+import { type ChainSettler, createChainSettler, type SettlementLog } from "./chain-settler";
 import {
   type Facilitator,
   type FacilitatorRequest,
@@ -50,7 +50,7 @@ export function createLocalFacilitator(options: LocalFacilitatorOptions): LocalF
 
   // The chain id is asked once, on first use, and retried after a failure:
   // the facilitator may start before its RPC does.
-  let chain: Promise<{ chainId: number; relayer: Relayer; settle: Settler }> | undefined;
+  let chain: Promise<{ chainId: number; relayer: Relayer; settle: ChainSettler }> | undefined;
   function connect() {
     chain ??= (async () => {
       let chainId: number;
@@ -60,7 +60,7 @@ export function createLocalFacilitator(options: LocalFacilitatorOptions): LocalF
         throw new FacilitatorUnavailableError("the facilitator's RPC did not answer eth_chainId");
       }
       const relayer = createRelayer({ rpcUrl: options.rpcUrl, relayerPrivateKey: options.relayerPrivateKey, chainId, receiptTimeoutMs, rpcTimeoutMs: options.rpcTimeoutMs });
-      return { chainId, relayer, settle: createSettler(relayer, receiptTimeoutMs, options.log) };
+      return { chainId, relayer, settle: createChainSettler(relayer, receiptTimeoutMs, options.log) };
     })().catch((e) => {
       chain = undefined;
       throw e;
@@ -76,7 +76,7 @@ export function createLocalFacilitator(options: LocalFacilitatorOptions): LocalF
     },
   });
 
-  function parse(request: FacilitatorRequest): ParsedFacilitatorRequest | undefined {
+  function parse(request: FacilitatorRequest): FacilitatorRequest | undefined {
     const parsed = parseFacilitatorRequest(request);
     return parsed.ok ? parsed.request : undefined;
   }

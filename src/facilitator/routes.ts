@@ -13,8 +13,9 @@
  */
 import { Elysia } from "elysia";
 import { errorBody } from "../http/errors";
-import { parseFacilitatorRequest, type ParsedFacilitatorRequest } from "./model";
-import { Reason } from "./reasons";
+import { parseFacilitatorRequest } from "../x402/facilitator-request";
+import type { FacilitatorRequest } from "../x402/models";
+import { Reason } from "../x402/reasons";
 import { type Facilitator, FacilitatorUnavailableError } from "./types";
 
 type Endpoint = "verify" | "settle";
@@ -27,7 +28,7 @@ function refusal(endpoint: Endpoint, code: string, message: string) {
   return Response.json({ ...flag, ...errorBody(code, message) }, { status: 400 });
 }
 
-function readRequest(endpoint: Endpoint, text: unknown): ParsedFacilitatorRequest | Response {
+function readRequest(endpoint: Endpoint, text: unknown): FacilitatorRequest | Response {
   let body: unknown;
   try {
     body = JSON.parse(typeof text === "string" ? text : "");

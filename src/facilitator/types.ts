@@ -1,35 +1,14 @@
 /**
  * What the gateway needs from a facilitator, whether it is reached over HTTP
  * (client.ts) or runs in this process (local.ts). The request is exactly the
- * body of POST /verify and POST /settle: {x402Version, paymentPayload,
- * paymentRequirements} (v1 requirement for v1, v2 requirement for v2).
- * Answers follow the x402 wire shapes; `success:false` / `isValid:false`
- * are answers, not exceptions. Unreachable, timed out or malformed answers
- * throw FacilitatorUnavailableError.
+ * body of POST /verify and POST /settle (src/x402/models.ts): v1 requirement
+ * for v1, v2 requirement for v2. `success:false` / `isValid:false` are
+ * answers, not exceptions. Unreachable, timed out or malformed answers throw
+ * FacilitatorUnavailableError.
  */
-export interface FacilitatorRequest {
-  x402Version: 1 | 2;
-  paymentPayload: Record<string, unknown>;
-  paymentRequirements: Record<string, unknown>;
-}
+import type { FacilitatorRequest, SettleResponse, SupportedResponse, VerifyResponse } from "../x402/models";
 
-export interface VerifyResponse {
-  isValid: boolean;
-  invalidReason?: string;
-  payer?: string;
-}
-
-export interface SettleResponse {
-  success: boolean;
-  errorReason?: string;
-  transaction: string;
-  network: string;
-  payer?: string;
-}
-
-export interface SupportedResponse {
-  kinds: { x402Version: number; scheme: string; network: string; extra?: Record<string, unknown> }[];
-}
+export type { FacilitatorRequest, SettleResponse, SupportedResponse, VerifyResponse };
 
 export interface Facilitator {
   verify(request: FacilitatorRequest): Promise<VerifyResponse>;

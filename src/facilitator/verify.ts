@@ -25,8 +25,8 @@ import { ExactEvmSchemeV1 } from "@x402/evm/exact/v1/facilitator";
 import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, getAddress } from "viem";
 import { canonicalNetwork, NETWORKS, type NetworkName } from "../chain/networks";
-import type { ParsedFacilitatorRequest } from "./model";
-import { knownReason, Reason } from "./reasons";
+import type { FacilitatorRequest } from "../x402/models";
+import { knownReason, Reason } from "../x402/reasons";
 import { FacilitatorUnavailableError, type VerifyResponse } from "./types";
 
 export interface VerifierDeps {
@@ -94,7 +94,7 @@ export function createVerifier(deps: VerifierDeps) {
     return s;
   };
 
-  return async function verifyPayment(request: ParsedFacilitatorRequest): Promise<VerifyOutcome> {
+  return async function verifyPayment(request: FacilitatorRequest): Promise<VerifyOutcome> {
     const { paymentPayload: payload, paymentRequirements: req } = request;
     const auth = payload.payload.authorization;
     const payer = getAddress(auth.from);

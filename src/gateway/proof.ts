@@ -6,62 +6,21 @@
  */
 import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
-import { type Static, Type } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { domainSeparator, getAddress, type Hex, keccak256, recoverAddress, toBytes } from "viem";
 import { canonicalNetwork, NETWORKS, type NetworkName } from "../chain/networks";
+import { type ExactEvmPayload, type PaymentPayload, PaymentPayloadV1, PaymentPayloadV2 } from "../x402/models";
+import { Reason, valueReason } from "../x402/reasons";
 import type { AcceptedRequirement } from "./requirements";
 
-const Address = Type.String({ pattern: "^0x[0-9a-fA-F]{40}$" });
-const UInt = Type.String({ pattern: "^[0-9]{1,78}$" });
-
-/** EIP-3009 TransferWithAuthorization as the `exact` EVM scheme carries it (decimal strings). */
-export const AuthorizationModel = Type.Object({
-  from: Address,
-  to: Address,
-  value: UInt,
-  validAfter: UInt,
-  validBefore: UInt,
-  nonce: Type.String({ pattern: "^0x[0-9a-fA-F]{64}$" }),
-});
-
-export const ExactEvmPayloadModel = Type.Object({
-  // 65 bytes for an EOA; longer for smart wallets (ERC-1271 / ERC-6492), bounded. Whole bytes only:
-  // an odd digit count would pass as "longer than 65 bytes" and cost a facilitator call.
-  signature: Type.String({ pattern: "^0x(?:[0-9a-fA-F]{2})+$", maxLength: 16384 }),
-  authorization: AuthorizationModel,
-});
-
-export const ProofV1Model = Type.Object({
-  x402Version: Type.Literal(1),
-  scheme: Type.String(),
-  network: Type.String(),
-  payload: ExactEvmPayloadModel,
-});
-
-export const ProofV2Model = Type.Object({
-  x402Version: Type.Literal(2),
-  accepted: Type.Object({
-    scheme: Type.String(),
-    network: Type.String(),
-    amount: UInt,
-    asset: Address,
-    payTo: Address,
-  }),
-  payload: ExactEvmPayloadModel,
-});
-
-export type ProofV1 = Static<typeof ProofV1Model>;
-export type ProofV2 = Static<typeof ProofV2Model>;
-
-const checkV1 = TypeCompiler.Compile(ProofV1Model);
-const checkV2 = TypeCompiler.Compile(ProofV2Model);
+const checkV1 = TypeCompiler.Compile(PaymentPayloadV1);
+const checkV2 = TypeCompiler.Compile(PaymentPayloadV2);
 
 /** A proof that decoded and has the shape of an `exact` EVM payment. */
 export interface DecodedProof {
   x402Version: 1 | 2;
   /** As decoded: forwarded to the facilitator unchanged. */
-  raw: ProofV1 | ProofV2;
+  raw: PaymentPayload;
   scheme: string;
   /** Spelling the client used, and our canonical name for it (undefined: not a network we take). */
   networkSpelling: string;
@@ -90,21 +49,6 @@ const reject = (reason: string, message: string): { ok: false; rejection: ProofR
   rejection: { reason, message },
 });
 
-/** Reasons, named as the x402 packages name them where they have a name. */
-export const Reasons = {
-  invalidPayload: "invalid_payload",
-  unsupportedScheme: "unsupported_scheme",
-  invalidNetwork: "invalid_network",
-  noMatchingRequirement: "no_matching_requirement",
-  recipientMismatch: "invalid_exact_evm_payload_recipient_mismatch",
-  value: "invalid_exact_evm_payload_authorization_value",
-  validBefore: "invalid_exact_evm_payload_authorization_valid_before",
-  validAfter: "invalid_exact_evm_payload_authorization_valid_after",
-  signature: "invalid_exact_evm_payload_signature",
-  alreadyUsed: "payment_already_used",
-  inProgress: "payment_in_progress",
-} as const;
-
 /*
  * EIP-55 checksumming hashes the address (keccak); the same few addresses
  * (buyers, sellers, tokens) come back on every request, so remember them.
@@ -132,24 +76,24 @@ const MAX_HEADER = 32 * 1024;
 export function decodeProof(header: string): Result<DecodedProof> {
   const text = header.trim();
   if (text.length === 0 || text.length > MAX_HEADER || !BASE64.test(text)) {
-    return reject(Reasons.invalidPayload, "the payment header is not base64");
+    return reject(Reason.invalidPayload, "the payment header is not base64");
   }
   let json: unknown;
   try {
     json = JSON.parse(Buffer.from(text, "base64").toString("utf8"));
   } catch {
-    return reject(Reasons.invalidPayload, "the payment header is not base64 JSON");
+    return reject(Reason.invalidPayload, "the payment header is not base64 JSON");
   }
   let scheme: string;
   let networkSpelling: string;
-  let payload: Static<typeof ExactEvmPayloadModel>;
+  let payload: ExactEvmPayload;
   if (checkV1.Check(json)) {
     ({ scheme, network: networkSpelling, payload } = json);
   } else if (checkV2.Check(json)) {
     ({ scheme, network: networkSpelling } = json.accepted);
     payload = json.payload;
   } else {
-    return reject(Reasons.invalidPayload, "the payment header is not an x402 v1 or v2 exact EVM payment");
+    return reject(Reason.invalidPayload, "the payment header is not an x402 v1 or v2 exact EVM payment");
   }
   const a = payload.authorization;
   return {
@@ -183,44 +127,44 @@ export async function matchAndCheck(
   accepts: readonly AcceptedRequirement[],
   nowSeconds: number = Math.floor(Date.now() / 1000),
 ): Promise<Result<AcceptedRequirement>> {
-  if (proof.scheme !== "exact") return reject(Reasons.unsupportedScheme, `scheme "${proof.scheme}" is not offered`);
+  if (proof.scheme !== "exact") return reject(Reason.unsupportedScheme, `scheme "${proof.scheme}" is not offered`);
   if (!proof.network || !accepts.some((r) => r.network === proof.network)) {
-    return reject(Reasons.invalidNetwork, `network "${proof.networkSpelling}" is not offered for this content`);
+    return reject(Reason.invalidNetwork, `network "${proof.networkSpelling}" is not offered for this content`);
   }
   let candidates = accepts.filter((r) => r.network === proof.network);
   if (proof.x402Version === 2) {
-    const accepted = (proof.raw as ProofV2).accepted;
+    const accepted = (proof.raw as PaymentPayloadV2).accepted;
     const asset = checksum(accepted.asset);
     const payTo = checksum(accepted.payTo);
     const amount = BigInt(accepted.amount);
     candidates = candidates.filter((r) => r.asset === asset && r.payTo === payTo && r.amount === amount);
     if (candidates.length === 0) {
-      return reject(Reasons.noMatchingRequirement, "the accepted requirement is not one this content offers");
+      return reject(Reason.noMatchingRequirement, "the accepted requirement is not one this content offers");
     }
   }
   candidates = candidates.filter((r) => r.payTo === proof.to);
   if (candidates.length === 0) {
-    return reject(Reasons.recipientMismatch, "the authorization pays someone else");
+    return reject(Reason.recipientMismatch, "the authorization pays someone else");
   }
   // v1 lets a client pay at least the price; v2 pays exactly the price.
   candidates = candidates.filter((r) => (proof.x402Version === 1 ? proof.value >= r.amount : proof.value === r.amount));
   if (candidates.length === 0) {
-    return reject(Reasons.value, proof.x402Version === 1 ? "the authorization pays less than the price" : "the authorization does not pay exactly the price");
+    return reject(valueReason(proof.x402Version), proof.x402Version === 1 ? "the authorization pays less than the price" : "the authorization does not pay exactly the price");
   }
   const now = BigInt(nowSeconds);
-  if (proof.validBefore <= now) return reject(Reasons.validBefore, "the authorization has expired");
-  if (proof.validAfter > now) return reject(Reasons.validAfter, "the authorization is not valid yet");
+  if (proof.validBefore <= now) return reject(Reason.validBefore, "the authorization has expired");
+  if (proof.validAfter > now) return reject(Reason.validAfter, "the authorization is not valid yet");
 
   const sigBytes = (proof.signature.length - 2) / 2;
   if (sigBytes > 65) {
     // A smart wallet (ERC-1271 / ERC-6492): only the chain can check it; the facilitator does.
     return { ok: true, value: candidates[0] };
   }
-  if (sigBytes !== 65) return reject(Reasons.signature, "the signature is malformed");
+  if (sigBytes !== 65) return reject(Reason.signature, "the signature is malformed");
   for (const candidate of candidates) {
     if ((await recoverSigner(proof, candidate)) === proof.from.toLowerCase()) return { ok: true, value: candidate };
   }
-  return reject(Reasons.signature, "the signature does not match the authorization");
+  return reject(Reason.signature, "the signature does not match the authorization");
 }
 
 /*

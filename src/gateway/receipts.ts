@@ -4,20 +4,16 @@
  * {success, transaction, network, payer} (network in the client's spelling).
  */
 import { NETWORKS, type NetworkName } from "../chain/networks";
-import { encodeHeader } from "./requirements";
+import { encodeHeader, receiptHeaderName } from "../x402/headers";
+import type { Receipt, X402Version } from "../x402/models";
 
-export interface Receipt {
-  success: true;
-  transaction: string;
-  network: string;
-  payer: string;
-}
+export type { Receipt };
 
-export function buildReceipt(x402Version: 1 | 2, network: NetworkName, transaction: string, payer: string): Receipt {
+export function buildReceipt(x402Version: X402Version, network: NetworkName, transaction: string, payer: string): Receipt {
   return { success: true, transaction, network: x402Version === 2 ? NETWORKS[network].caip2 : network, payer };
 }
 
 /** Header name and value for the receipt of a proof of this version. */
-export function receiptHeader(x402Version: 1 | 2, receipt: Receipt): [name: string, value: string] {
-  return [x402Version === 2 ? "PAYMENT-RESPONSE" : "X-PAYMENT-RESPONSE", encodeHeader(receipt)];
+export function receiptHeader(x402Version: X402Version, receipt: Receipt): [name: string, value: string] {
+  return [receiptHeaderName(x402Version), encodeHeader(receipt)];
 }

@@ -8,36 +8,13 @@
 import { getAddress } from "viem";
 import { NETWORKS, type NetworkName } from "../chain/networks";
 import type { getInstructionForCid } from "../instructions/service";
+import { encodeHeader } from "../x402/headers";
+import type { PaymentRequiredV1, PaymentRequiredV2, RequirementsV1, RequirementsV2 } from "../x402/models";
 
 /** An instruction as the instructions service hands it out. */
 export type Instruction = NonNullable<Awaited<ReturnType<typeof getInstructionForCid>>>;
 /** One stored payment requirement (canonical network, checksummed addresses). */
 export type StoredRequirement = Instruction["requirements"][number];
-
-/** What a v1 client reads in `accepts`; field names are the wire names. */
-export interface V1Requirement {
-  scheme: "exact";
-  network: NetworkName;
-  maxAmountRequired: string;
-  resource: string;
-  description: string;
-  mimeType: string;
-  payTo: `0x${string}`;
-  maxTimeoutSeconds: number;
-  asset: `0x${string}`;
-  extra: { name: string; version: string };
-}
-
-/** What a v2 client reads in `accepts` of PAYMENT-REQUIRED. */
-export interface V2Requirement {
-  scheme: "exact";
-  network: (typeof NETWORKS)[NetworkName]["caip2"];
-  amount: string;
-  asset: `0x${string}`;
-  payTo: `0x${string}`;
-  maxTimeoutSeconds: number;
-  extra: { name: string; version: string };
-}
 
 /** One requirement in both shapes, plus the stored form it came from. */
 export interface AcceptedRequirement {
@@ -46,20 +23,15 @@ export interface AcceptedRequirement {
   asset: `0x${string}`;
   payTo: `0x${string}`;
   amount: bigint;
-  v1: V1Requirement;
-  v2: V2Requirement;
+  v1: RequirementsV1;
+  v2: RequirementsV2;
 }
 
 export interface PaymentRequired {
   resourceUrl: string;
   accepts: AcceptedRequirement[];
-  v1: { x402Version: 1; error: string; accepts: V1Requirement[] };
-  v2: {
-    x402Version: 2;
-    error: string;
-    resource: { url: string; description: string; mimeType: string };
-    accepts: V2Requirement[];
-  };
+  v1: PaymentRequiredV1;
+  v2: PaymentRequiredV2;
   /** JSON of `v1`, ready to send. */
   body: string;
   /** base64 JSON of `v2`, the PAYMENT-REQUIRED header value. */
@@ -68,11 +40,6 @@ export interface PaymentRequired {
 
 export const V1_ERROR = "Provide a valid X-PAYMENT header to access this content";
 export const V2_ERROR = "Provide a valid PAYMENT-SIGNATURE header to access this content";
-
-/** Standard padded base64 of UTF-8 JSON, as every x402 package encodes headers. */
-export function encodeHeader(value: unknown): string {
-  return Buffer.from(JSON.stringify(value), "utf8").toString("base64");
-}
 
 export interface PaymentRequiredInput {
   /** PUBLIC_URL + the gateway path of this CID. */

@@ -1,21 +1,22 @@
 /**
- * The paid gateway, GET|HEAD /x402/cid/:cid: the thin HTTP layer over the
- * catalog (what is sold), proof.ts (decode, match, local checks) and the
- * settler (verify -> settle -> ledger). See docs/gateway.md "The request, step by step".
- * Settle before serve: no byte of content leaves before settlement succeeds.
+ * GET|HEAD /x402/cid/:cid, the HTTP adapter over the purchase decision
+ * (purchase.ts): headers in, a decision out, a Response back. Nothing here
+ * decides whether anyone paid; it only picks status, headers and body, and
+ * keeps the 402 and 403 answers prebuilt per offer (the 402 is the hot path).
+ * See docs/gateway.md "The request, step by step".
  */
-import { stat } from "node:fs/promises";
 import { Elysia } from "elysia";
-import type { AppDeps } from "../app";
-import { parseCid } from "../content/cid";
 import { errorBody } from "../http/errors";
-import { findPaymentByProof } from "../ledger/service";
-import { createCatalog, type PricedContent } from "./catalog";
-import { paymentLookup } from "./chain-lookup";
-import { type DecodedProof, decodeProof, matchAndCheck, type ProofRejection, Reasons } from "./proof";
+import { Header } from "../x402/headers";
+import type { PricedContent } from "./catalog";
+import type { Decision, Purchase } from "./purchase";
 import { receiptHeader } from "./receipts";
 import { rejectionPayload } from "./requirements";
-import { type Outcome, outcomeOfExisting, createSettler } from "./settlement";
+
+/** What the gateway's routes need: the decision core, built by the composition root. */
+export interface GatewayDeps {
+  purchase: Purchase;
+}
 
 /** Browsers may send the proof headers and read the payment headers only if CORS says so. */
 export const CORS_HEADERS = {
@@ -32,14 +33,23 @@ export const PREFLIGHT_HEADERS = {
   "Access-Control-Max-Age": "86400",
 } as const;
 
-const NOT_FOUND_BODY = JSON.stringify(errorBody("not_found", "no paid content for this CID"));
-const BAD_CID_BODY = JSON.stringify(errorBody("not_found", "not a CID"));
-
-function json(status: number, body: string, extra?: Record<string, string>, head = false): Response {
+function json(status: number, body: string, head: boolean, extra?: Record<string, string>): Response {
   return new Response(head ? null : body, {
     status,
     headers: { "Content-Type": "application/json", ...CORS_HEADERS, ...extra },
   });
+}
+
+/** Error bodies by message, built once: a 404 is as hot as a 402. */
+const errorBodies = new Map<string, string>();
+function errorJson(code: string, message: string): string {
+  const key = `${code}|${message}`;
+  let body = errorBodies.get(key);
+  if (body === undefined) {
+    body = JSON.stringify(errorBody(code, message));
+    if (errorBodies.size < 256) errorBodies.set(key, body);
+  }
+  return body;
 }
 
 /** Headers of the 402 of each offer, built once (the 402 is the hot path). */
@@ -50,7 +60,7 @@ const paymentRequiredHeaders = new WeakMap<PricedContent["required"], Headers>()
 function paymentRequired(item: PricedContent, head: boolean): Response {
   let headers = paymentRequiredHeaders.get(item.required);
   if (!headers) {
-    headers = new Headers({ "Content-Type": "application/json", ...CORS_HEADERS, "PAYMENT-REQUIRED": item.required.header, "Cache-Control": "no-store" });
+    headers = new Headers({ "Content-Type": "application/json", ...CORS_HEADERS, [Header.paymentRequired]: item.required.header, "Cache-Control": "no-store" });
     paymentRequiredHeaders.set(item.required, headers);
   }
   return new Response(head ? null : item.required.body, { status: 402, headers });
@@ -59,16 +69,17 @@ function paymentRequired(item: PricedContent, head: boolean): Response {
 /** 403 bodies per offer and reason, built once: rejecting a forged proof should cost next to nothing. */
 const refusals = new WeakMap<PricedContent["required"], Map<string, { body: string; headers: Headers }>>();
 
-function refused(item: PricedContent, x402Version: 1 | 2, r: ProofRejection, head: boolean): Response {
+function refused(d: Extract<Decision, { kind: "refuse" }>, head: boolean): Response {
+  const { item } = d;
   let byReason = refusals.get(item.required);
   if (!byReason) refusals.set(item.required, (byReason = new Map()));
-  const key = `${x402Version}|${r.reason}|${r.message}`;
+  const key = `${d.x402Version}|${d.reason}|${d.message}`;
   let cached = byReason.get(key);
   if (!cached) {
-    const { body, header } = rejectionPayload(item.required, x402Version, r.reason, r.message);
+    const { body, header } = rejectionPayload(item.required, d.x402Version, d.reason, d.message);
     cached = {
       body: JSON.stringify(body),
-      headers: new Headers({ "Content-Type": "application/json", ...CORS_HEADERS, "PAYMENT-REQUIRED": header, "Cache-Control": "no-store" }),
+      headers: new Headers({ "Content-Type": "application/json", ...CORS_HEADERS, [Header.paymentRequired]: header, "Cache-Control": "no-store" }),
     };
     // Reasons come from a small fixed set (ours and the facilitator's); bound it anyway.
     if (byReason.size < 256) byReason.set(key, cached);
@@ -76,25 +87,11 @@ function refused(item: PricedContent, x402Version: 1 | 2, r: ProofRejection, hea
   return new Response(head ? null : cached.body, { status: 403, headers: cached.headers });
 }
 
-/** A single `bytes=a-b` range; multi-range requests are answered whole. */
-export function parseRange(header: string | null, size: number): { start: number; end: number } | "unsatisfiable" | undefined {
-  if (!header) return undefined;
-  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
-  if (!m || (m[1] === "" && m[2] === "")) return undefined;
-  if (m[1] === "") {
-    const suffix = Number(m[2]);
-    if (suffix === 0 || size === 0) return "unsatisfiable"; // an empty file has no last bytes
-    return { start: Math.max(0, size - suffix), end: size - 1 };
-  }
-  const start = Number(m[1]);
-  const end = m[2] === "" ? size - 1 : Math.min(Number(m[2]), size - 1);
-  if (start >= size || end < start) return "unsatisfiable";
-  return { start, end };
-}
-
 /** The paid file, streamed from disk (Bun sends it with sendfile; never read into memory). */
-function fileResponse(item: PricedContent, request: Request, receipt: [string, string], head: boolean): Response {
+function fileResponse(d: Extract<Decision, { kind: "serve" }>, head: boolean): Response {
+  const { item, range } = d;
   const { file } = item;
+  const receipt = receiptHeader(d.x402Version, d.receipt);
   const headers: Record<string, string> = {
     ...CORS_HEADERS,
     "Content-Type": file.mediaType,
@@ -104,147 +101,78 @@ function fileResponse(item: PricedContent, request: Request, receipt: [string, s
     "Cache-Control": "private, no-store",
     [receipt[0]]: receipt[1],
   };
-  const range = parseRange(request.headers.get("range"), file.size);
-  if (range === "unsatisfiable") {
-    return new Response(null, { status: 416, headers: { ...headers, "Content-Range": `bytes */${file.size}` } });
-  }
+  if (d.timings) headers["Server-Timing"] = `verify;dur=${d.timings.verifyMs.toFixed(2)}, settle;dur=${d.timings.settleMs.toFixed(2)}`;
   const blob = Bun.file(file.absolutePath, { type: file.mediaType });
   if (range) {
-    const length = range.end - range.start + 1;
     headers["Content-Range"] = `bytes ${range.start}-${range.end}/${file.size}`;
-    headers["Content-Length"] = String(length);
+    headers["Content-Length"] = String(range.end - range.start + 1);
     return new Response(head ? null : blob.slice(range.start, range.end + 1), { status: 206, headers });
   }
   headers["Content-Length"] = String(file.size);
   return new Response(head ? null : blob, { status: 200, headers });
 }
 
-/** The file on disk is still the one indexed under this CID (checked before anyone is charged). */
-async function fileIsIndexed(item: PricedContent): Promise<boolean> {
-  try {
-    const s = await stat(item.file.absolutePath);
-    return s.isFile() && s.size === item.file.size && Math.trunc(s.mtimeMs) === item.file.mtimeMs;
-  } catch {
-    return false;
+/** The one mapping from a decision to what the client receives. */
+function respond(d: Decision, head: boolean): Response {
+  switch (d.kind) {
+    case "offer":
+      return paymentRequired(d.item, head);
+    case "refuse":
+      return refused(d, head);
+    case "serve":
+      return fileResponse(d, head);
+    case "notFound":
+      return json(404, errorJson("not_found", d.message), head);
+    case "rangeNotSatisfiable":
+      return new Response(null, { status: 416, headers: { ...CORS_HEADERS, "Content-Range": `bytes */${d.item.file.size}` } });
+    case "unavailable":
+      return json(500, JSON.stringify(errorBody("facilitator_unavailable", `the payment could not be completed: ${d.message}; present the same proof again later`)), head);
+    case "pending":
+      // Not a refusal: the same proof, presented again once the transaction is mined, is served.
+      return json(503, JSON.stringify(errorBody("settlement_pending", `${d.message}; present the same proof again shortly`)), head, { "Retry-After": "5" });
   }
 }
 
-/**
- * The gateway's request handling, apart from any router: gatewayModule mounts
- * it in the Elysia app (what tests drive), and src/index.ts also hands it to
- * Bun.serve's own router (`gatewayRoutes`), the 402 path being the hot one.
- * One instance per app, so both routes share one catalog and one settler.
- */
-export function createGateway(deps: Pick<AppDeps, "db" | "settings" | "facilitator" | "log">) {
-  const catalog = createCatalog(deps.db, deps.settings);
-  const settler = createSettler({
-    db: deps.db,
-    facilitator: deps.facilitator,
-    timeoutMs: deps.settings.facilitatorTimeoutMs,
-    log: deps.log,
-    lookup: paymentLookup(deps.settings),
-  });
-  const nowSeconds = () => Math.floor(Date.now() / 1000);
-
-  /** A settled proof for this CID, re-presented before it expires: served again at no charge. */
-  function alreadyPaid(item: PricedContent, proof: DecodedProof): Outcome | undefined {
-    if (!proof.network) return undefined;
-    const row = findPaymentByProof(deps.db, { network: proof.network, payer: proof.from, nonce: proof.nonce, proofHash: proof.proofHash });
-    if (!row || row.state !== "settled" || row.cid !== item.cid) return undefined;
-    return outcomeOfExisting(row, item.cid, proof, nowSeconds());
-  }
-
-  /**
-   * Synchronous up to the 402 and the undecodable proof: no promise, no
-   * microtask on the hot path. A decoded proof goes on to `withProof`.
-   */
-  function handle(request: Request, rawCid: string, head: boolean): Response | Promise<Response> {
-    const item = catalog.lookup(rawCid);
-    if (!item) return json(404, parseCid(rawCid) ? NOT_FOUND_BODY : BAD_CID_BODY, undefined, head);
-
-    const v2Header = request.headers.get("payment-signature");
-    const header = v2Header ?? request.headers.get("x-payment");
-    if (!header) return paymentRequired(item, head);
-
-    const decoded = decodeProof(header);
-    if (!decoded.ok) return refused(item, v2Header ? 2 : 1, decoded.rejection, head);
-    return withProof(request, item, decoded.value, head);
-  }
-
-  async function withProof(request: Request, item: PricedContent, proof: DecodedProof, head: boolean): Promise<Response> {
-    const cid = item.cid;
-    const matched = await matchAndCheck(proof, item.required.accepts, nowSeconds());
-    if (!matched.ok) {
-      // The price may have changed since this proof was settled: a paid proof still serves.
-      const again = matched.rejection.reason !== Reasons.signature ? alreadyPaid(item, proof) : undefined;
-      if (again?.kind === "paid") return fileResponse(item, request, receiptHeader(proof.x402Version, again.receipt), head);
-      return refused(item, proof.x402Version, matched.rejection, head);
-    }
-    // Never charge for a file that is gone or changed since it was indexed.
-    if (!(await fileIsIndexed(item))) return json(404, NOT_FOUND_BODY, undefined, head);
-
-    if (head) {
-      // HEAD never charges: it answers what GET would for a proof already paid, else the offer.
-      const again = alreadyPaid(item, proof);
-      if (again?.kind === "paid") return fileResponse(item, request, receiptHeader(proof.x402Version, again.receipt), true);
-      if (again?.kind === "refused") return refused(item, proof.x402Version, again, true);
-      return paymentRequired(item, true);
-    }
-
-    const outcome = await settler.pay(
-      { cid, instruction: { id: item.instruction.id, version: item.instruction.version }, requirement: matched.value, proof },
-      nowSeconds,
-    );
-    switch (outcome.kind) {
-      case "paid": {
-        const response = fileResponse(item, request, receiptHeader(proof.x402Version, outcome.receipt), false);
-        if (outcome.timings) {
-          response.headers.set("Server-Timing", `verify;dur=${outcome.timings.verifyMs.toFixed(2)}, settle;dur=${outcome.timings.settleMs.toFixed(2)}`);
-        }
-        return response;
-      }
-      case "refused":
-        return refused(item, proof.x402Version, outcome, false);
-      case "unavailable":
-        return json(500, JSON.stringify(errorBody("facilitator_unavailable", `the payment could not be completed: ${outcome.message}; present the same proof again later`)));
-      case "pending":
-        // Not a refusal: the same proof, presented again once the transaction is mined, is served.
-        return json(503, JSON.stringify(errorBody("settlement_pending", `${outcome.message}; present the same proof again shortly`)), { "Retry-After": "5" });
-    }
-  }
-
-  return { handle };
+/** Reads the request into the purchase's terms and answers its decision; synchronous up to the 402. */
+export function createGatewayHandler({ purchase }: GatewayDeps) {
+  return function handle(request: Request, cid: string, head: boolean): Response | Promise<Response> {
+    const headers = request.headers;
+    const decision = purchase.decide({
+      cid,
+      credentials: { paymentSignature: headers.get("payment-signature"), xPayment: headers.get("x-payment") },
+      charge: !head,
+      range: headers.get("range"),
+    });
+    return decision instanceof Promise ? decision.then((d) => respond(d, head)) : respond(decision, head);
+  };
 }
 
-export type Gateway = ReturnType<typeof createGateway>;
+export type GatewayHandler = ReturnType<typeof createGatewayHandler>;
 
 const preflight = () => new Response(null, { status: 204, headers: PREFLIGHT_HEADERS });
 
-export function gatewayModule(deps: AppDeps) {
-  const gateway = deps.gateway ?? createGateway(deps);
+/** The gateway as an Elysia module: what `app.handle` reaches (and paths Bun's router does not match exactly). */
+export function gatewayModule(handle: GatewayHandler) {
   return new Elysia({ name: "gateway", prefix: "/x402" })
-    .get("/cid/:cid", ({ request, params }) => gateway.handle(request, params.cid, false))
-    .head("/cid/:cid", ({ request, params }) => gateway.handle(request, params.cid, true))
+    .get("/cid/:cid", ({ request, params }) => handle(request, params.cid, false))
+    .head("/cid/:cid", ({ request, params }) => handle(request, params.cid, true))
     .options("/cid/:cid", preflight);
 }
+
+type Handler = (request: Request) => Response | Promise<Response>;
 
 /**
  * The same routes for Bun.serve's `routes` (no Elysia in between: ~2 us less
  * per 402). `wrap` is the server's per-request wrapper (the request log).
- * Paths that do not match exactly (a trailing slash, say) still reach the
- * app through `fetch`, which answers them as before.
  */
-export function gatewayRoutes(
-  gateway: Gateway,
-  wrap: (handler: (request: Request) => Response | Promise<Response>, pathOf: (request: Request) => string) => (request: Request) => Response | Promise<Response>,
-) {
+export function gatewayRoutes(handle: GatewayHandler, wrap: (handler: Handler, pathOf: (request: Request) => string) => Handler) {
   type Routed = Request & { params: { cid: string } };
   // The router has the path in pieces already; rebuilding it is cheaper than reading request.url.
   const pathOf = (request: Request) => `/x402/cid/${(request as Routed).params.cid}`;
   return {
     "/x402/cid/:cid": {
-      GET: wrap((request) => gateway.handle(request, (request as Routed).params.cid, false), pathOf),
-      HEAD: wrap((request) => gateway.handle(request, (request as Routed).params.cid, true), pathOf),
+      GET: wrap((request) => handle(request, (request as Routed).params.cid, false), pathOf),
+      HEAD: wrap((request) => handle(request, (request as Routed).params.cid, true), pathOf),
       OPTIONS: wrap(preflight, pathOf),
     },
   };

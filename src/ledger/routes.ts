@@ -4,13 +4,12 @@
  * totals per network and asset so revenue is one call away.
  */
 import { Elysia } from "elysia";
-import type { AppDeps } from "../app";
 import { canonicalCid } from "../content/cid";
-import { auth } from "../http/auth";
+import { type AuthDeps, auth } from "../http/auth";
 import { invalidInput } from "../http/errors";
 import { parseLimit } from "../http/limit";
 import { ListPaymentsQuery, PAYMENTS_LIMIT, PaymentListResponse, type PaymentRecord } from "./model";
-import { listPayments, type Payment, paymentTotals, type PaymentFilter } from "./service";
+import type { Payment, PaymentFilter, PaymentStore } from "./store";
 
 export const PAYMENTS_PREFIX = "/v3/x402/payments";
 
@@ -55,7 +54,12 @@ function isoTime(text: string | undefined, path: string): string | undefined {
   return new Date(t).toISOString();
 }
 
-export function paymentsModule(deps: AppDeps) {
+/** What the payments routes need: the store to read, and auth. */
+export interface PaymentsDeps extends AuthDeps {
+  payments: PaymentStore;
+}
+
+export function paymentsModule(deps: PaymentsDeps) {
   return new Elysia({ name: "payments", prefix: PAYMENTS_PREFIX }).use(auth(deps)).get(
     "",
     ({ query }) => {
@@ -72,13 +76,13 @@ export function paymentsModule(deps: AppDeps) {
         createdFrom: isoTime(query.from, "from"),
         createdTo: isoTime(query.to, "to"),
       };
-      const page = listPayments(deps.db, filter, {
+      const page = deps.payments.list(filter, {
         limit: parseLimit(query.limit, PAYMENTS_LIMIT),
         afterId: query.pageToken ? decodePaymentsToken(query.pageToken) : undefined,
       });
-      const data: { payments: PaymentRecord[]; next_page_token?: string; totals: ReturnType<typeof paymentTotals> } = {
+      const data: { payments: PaymentRecord[]; next_page_token?: string; totals: ReturnType<PaymentStore["totals"]> } = {
         payments: page.items.map(toWire),
-        totals: paymentTotals(deps.db, filter),
+        totals: deps.payments.totals(filter),
       };
       if (page.nextAfterId !== undefined) data.next_page_token = encodePaymentsToken(page.nextAfterId);
       return { data };

@@ -1,14 +1,14 @@
 /**
  * A whole cidgate on one machine, nothing mocked: a fresh anvil chain with the
  * EIP-3009 test token (startDevnet), the in-process facilitator settling on it
- * with the relayer key, and the app listening on a free loopback port with
+ * with the relayer key, and the production server (src/server.ts) on a free
+ * loopback port with
  * files indexed and priced. The demo and the gateway benchmark mirror this.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { erc20Abi } from "viem";
-import { createApp } from "../../src/app";
 import { type Devnet, localPublicClient, startDevnet } from "../../src/chain/devnet";
 import { indexContent } from "../../src/content/indexer";
 import { openDb } from "../../src/db/client";
@@ -16,6 +16,7 @@ import { createLocalFacilitator } from "../../src/facilitator/local";
 import type { Facilitator } from "../../src/facilitator/types";
 import { createLogger } from "../../src/http/logging";
 import { attachCid, createInstruction } from "../../src/instructions/service";
+import { startServer } from "../../src/server";
 import { loadSettings } from "../../src/settings";
 
 export const STACK_JWT_SECRET = "stack-secret-stack-secret-stack-secret-01";
@@ -68,11 +69,9 @@ export async function createTestStack(options: StackOptions) {
       attachCid(db, instruction.id, row.cid);
     }
 
-    const app = createApp({ settings, db, log: createLogger("silent"), jwtSecret: STACK_JWT_SECRET, facilitator });
-    app.listen({ port: 0, hostname: "127.0.0.1" });
-    const url = `http://127.0.0.1:${app.server!.port}`;
-    // The 402's resource URLs are built on first request, so the real port is known by then.
-    settings.publicUrl = url;
+    // The production server (src/server.ts): Bun's router for the gateway, the request log, the limits.
+    const running = await startServer({ settings, db, log: createLogger("silent"), jwtSecret: STACK_JWT_SECRET, facilitator, pricing: false });
+    const { url, app } = running;
 
     const chain = localPublicClient(devnet.rpcUrl);
     const balanceOf = (address: `0x${string}`) =>
@@ -89,7 +88,7 @@ export async function createTestStack(options: StackOptions) {
       cids,
       balanceOf,
       async stop() {
-        await app.stop(true);
+        await running.stop(true);
         real.close();
         db.sqlite.close();
         await devnet.stop();

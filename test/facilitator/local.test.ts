@@ -1,3 +1,4 @@
+import type { ExactEvmPayload } from "../../src/x402/models";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createPublicClient, createWalletClient, getAddress, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
@@ -53,7 +54,7 @@ describe("valid payments settle and balances move", () => {
     const req = await payment(devnet, { version: 2, amount: 25_000n });
     const client = new ExactEvmClient(privateKeyToAccount(devnet.buyers[1].privateKey));
     const partial = await client.createPaymentPayload(2, req.paymentRequirements as any);
-    req.paymentPayload = { ...req.paymentPayload, payload: partial.payload };
+    req.paymentPayload = { ...req.paymentPayload, payload: partial.payload as ExactEvmPayload };
 
     expect(await facilitator.verify(req)).toMatchObject({ isValid: true, payer: devnet.buyers[1].address });
     const settled = await facilitator.settle(req);

@@ -11,7 +11,7 @@ import { indexContent } from "../../src/content/indexer";
 import { type Db, openDb } from "../../src/db/client";
 import { createCatalog, DATA_VERSION_CHECK_MS } from "../../src/gateway/catalog";
 import { attachCid, createInstruction, detachCid, updateInstruction } from "../../src/instructions/service";
-import { claimPayment, markSettled } from "../../src/ledger/service";
+import { createPaymentStore } from "../../src/ledger/store";
 import { reconcile } from "../../src/pricing/sync";
 import { loadSettings } from "../../src/settings";
 
@@ -89,7 +89,7 @@ test("a payment does not throw the cached offer away", () => {
   const catalog = createCatalog(db, settings);
   const first = catalog.lookup(cid);
   expect(first).toBeDefined();
-  const claim = claimPayment(db, {
+  const claim = createPaymentStore(db).claim({
     network: "base-sepolia",
     asset: USDC,
     payer: SELLER,
@@ -104,7 +104,7 @@ test("a payment does not throw the cached offer away", () => {
     proofHash: "h",
   });
   expect(claim.claimed).toBe(true);
-  markSettled(db, claim.payment.id, `0x${"cd".repeat(32)}`);
+  createPaymentStore(db).markSettled(claim.payment.id, `0x${"cd".repeat(32)}`);
   expect(catalog.lookup(cid)).toBe(first!); // the very same object: nothing was rebuilt
 });
 

@@ -1,10 +1,12 @@
+import type { FacilitatorRequest } from "../../src/facilitator/types";
 import { afterAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync } from "node:crypto";
 import { createHttpFacilitator } from "../../src/facilitator/client";
 import { FacilitatorUnavailableError } from "../../src/facilitator/types";
 import { deadUrl, type Fault, faultyFacilitatorServer } from "./fixtures";
 
-const request = { x402Version: 1 as const, paymentPayload: { a: 1 }, paymentRequirements: { b: 2 } };
+// Not a valid payment: the client forwards whatever it is given, and these tests look only at the transport.
+const request = { x402Version: 1 as const, paymentPayload: { a: 1 }, paymentRequirements: { b: 2 } } as unknown as FacilitatorRequest;
 const servers: { stop(): unknown }[] = [];
 afterAll(() => {
   for (const s of servers) s.stop();
@@ -51,7 +53,7 @@ describe("createHttpFacilitator", () => {
     const url = serve(async (req) => {
       const path = new URL(req.url).pathname;
       if (path === "/verify") return new Response(null, { status: 308, headers: { Location: "/www/verify" } });
-      const body = (await req.json()) as typeof request;
+      const body = (await req.json()) as { paymentRequirements: { b?: number } };
       return Response.json({ isValid: req.method === "POST" && body.paymentRequirements.b === 2 });
     });
     expect((await createHttpFacilitator({ url, timeoutMs: 2000 }).verify(request)).isValid).toBe(true);

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { hashTypedData } from "viem";
-import { authorizationDigest, decodeProof, matchAndCheck, Reasons } from "../../src/gateway/proof";
+import { authorizationDigest, decodeProof, matchAndCheck } from "../../src/gateway/proof";
+import { Reason as Reasons } from "../../src/x402/reasons";
 import { buildPaymentRequired } from "../../src/gateway/requirements";
 import { authorizationTypedData } from "../support/authorization";
 import { newAccount, signProof } from "./fixtures";
@@ -87,12 +88,12 @@ describe("matchAndCheck", () => {
 
   test("v1 may pay more than the price, v2 must pay it exactly", async () => {
     expect(reasonOf(await check({ version: 1, value: "20000" }))).toBe("ok");
-    expect(reasonOf(await check({ version: 2, value: "20000" }))).toBe(Reasons.value);
+    expect(reasonOf(await check({ version: 2, value: "20000" }))).toBe(Reasons.authorizationValueMismatch);
   });
 
   test("underpaid", async () => {
-    expect(reasonOf(await check({ version: 1, value: "9999" }))).toBe(Reasons.value);
-    expect(reasonOf(await check({ version: 2, value: "9999" }))).toBe(Reasons.value);
+    expect(reasonOf(await check({ version: 1, value: "9999" }))).toBe(Reasons.authorizationValue);
+    expect(reasonOf(await check({ version: 2, value: "9999" }))).toBe(Reasons.authorizationValueMismatch);
   });
 
   test("v2 whose accepted amount is not the price does not match", async () => {

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { parseRange } from "../../src/gateway/routes";
+import { parseRange } from "../../src/gateway/range";
 
 test("single byte ranges of a paid file", () => {
   expect(parseRange(null, 10)).toBeUndefined();

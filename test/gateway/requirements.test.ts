@@ -90,8 +90,8 @@ describe("402 bodies", () => {
   });
 
   test("a 403 carries the offer again with a machine reason", () => {
-    const v1 = rejectionPayload(required, 1, "invalid_exact_evm_payload_signature", "bad signature");
-    expect(v1.body).toMatchObject({ x402Version: 1, error: "bad signature", reason: "invalid_exact_evm_payload_signature" });
+    const v1 = rejectionPayload(required, 1, "invalid_exact_evm_signature", "bad signature");
+    expect(v1.body).toMatchObject({ x402Version: 1, error: "bad signature", reason: "invalid_exact_evm_signature" });
     expect(v1.body.accepts).toHaveLength(2);
     const v2 = rejectionPayload(required, 2, "x", "y");
     expect(v2.body.accepts[0]).toMatchObject({ network: "eip155:84532", amount: "10000" });

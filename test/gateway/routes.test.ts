@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { createHttpFacilitator } from "../../src/facilitator/client";
 import type { Facilitator } from "../../src/facilitator/types";
-import { findPayment } from "../../src/ledger/service";
+import { createPaymentStore } from "../../src/ledger/store";
 import {
   addContent,
   deadUrl,
@@ -182,12 +182,12 @@ describe("403 before any facilitator call", () => {
   });
 
   test("forged signature (facilitator never called)", async () => {
-    await expect403({ "X-PAYMENT": await proofHeader(1, { signature: `0x${"11".repeat(65)}` }) }, "invalid_exact_evm_payload_signature", 1);
+    await expect403({ "X-PAYMENT": await proofHeader(1, { signature: `0x${"11".repeat(65)}` }) }, "invalid_exact_evm_signature", 1);
     // Signed by a key that is not `from`: take another buyer's signature over the same fields.
     const nonce = `0x${"33".repeat(32)}` as const;
     const mallory = await signProof({ version: 2, account: newAccount(), asset: TOKEN, payTo: seller, amount: "10000", nonce, validBefore: 4_000_000_000 });
     const signature = (mallory.payload.payload as { signature: `0x${string}` }).signature;
-    await expect403({ "PAYMENT-SIGNATURE": await proofHeader(2, { nonce, validBefore: 4_000_000_000, signature }) }, "invalid_exact_evm_payload_signature", 2);
+    await expect403({ "PAYMENT-SIGNATURE": await proofHeader(2, { nonce, validBefore: 4_000_000_000, signature }) }, "invalid_exact_evm_signature", 2);
   });
 
   test("a signature of an odd number of hex digits is not bytes: refused, never sent on as a smart-wallet signature", async () => {
@@ -197,8 +197,8 @@ describe("403 before any facilitator call", () => {
 
   test("underpaid, wrong recipient, wrong network, expired", async () => {
     const now = Math.floor(Date.now() / 1000);
-    await expect403({ "X-PAYMENT": await proofHeader(1, { value: "9999" }) }, "invalid_exact_evm_payload_authorization_value", 1);
-    await expect403({ "X-PAYMENT": await proofHeader(1, { payTo: newAccount().address }) }, "invalid_exact_evm_payload_recipient_mismatch", 1);
+    await expect403({ "X-PAYMENT": await proofHeader(1, { value: "9999" }) }, "invalid_exact_evm_authorization_value", 1);
+    await expect403({ "X-PAYMENT": await proofHeader(1, { payTo: newAccount().address }) }, "invalid_exact_evm_recipient_mismatch", 1);
     await expect403({ "X-PAYMENT": await proofHeader(1, { network: "base" }) }, "invalid_network", 1);
     await expect403({ "PAYMENT-SIGNATURE": await proofHeader(2, { validBefore: now - 5 }) }, "invalid_exact_evm_payload_authorization_valid_before", 2);
   });
@@ -211,7 +211,7 @@ describe("403 before any facilitator call", () => {
   });
 
   test("header names are case-insensitive (the seed writes X-Payment)", async () => {
-    await expect403({ "X-Payment": await proofHeader(1, { value: "1" }) }, "invalid_exact_evm_payload_authorization_value", 1);
+    await expect403({ "X-Payment": await proofHeader(1, { value: "1" }) }, "invalid_exact_evm_authorization_value", 1);
   });
 });
 
@@ -243,7 +243,7 @@ describe("a broken facilitator: 500 or 403, no content, the proof can be present
     expect(first.status).toBe(status);
     if (status === 500) expect(first.body.error.code).toBe("facilitator_unavailable");
     else expect(first.body.reason).toBe(fault === "settleFails" ? "invalid_transaction_state" : "insufficient_funds");
-    const row = findPayment(f.db, { network: "base-sepolia", asset: TOKEN, payer: buyer.address, nonce: signed.nonce.toLowerCase() })!;
+    const row = createPaymentStore(f.db).find({ network: "base-sepolia", asset: TOKEN, payer: buyer.address, nonce: signed.nonce.toLowerCase() })!;
     expect(row.state).toBe("failed");
     expect(row.txHash).toBeNull();
     // Released: the same proof reaches the facilitator again instead of being refused as used.

@@ -13,7 +13,7 @@ import { createApp } from "../../src/app";
 import { localPublicClient } from "../../src/chain/devnet";
 import { FacilitatorUnavailableError, type SettleResponse } from "../../src/facilitator/types";
 import { createLogger } from "../../src/http/logging";
-import { findPayment } from "../../src/ledger/service";
+import { createPaymentStore } from "../../src/ledger/store";
 import { createTestStack, STACK_JWT_SECRET, type TestStack } from "../e2e/stack";
 import { signProof } from "./fixtures";
 
@@ -55,7 +55,7 @@ afterAll(async () => {
 const url = (name: string) => `${stack.url}/x402/cid/${stack.cids[name]}`;
 const buyer = (i: number) => privateKeyToAccount(stack.devnet.buyers[i].privateKey);
 const proof = (i: number) => signProof({ version: 1, account: buyer(i), asset: stack.devnet.token, payTo: stack.devnet.seller.address, amount: "10000" });
-const rowOf = (i: number, nonce: string) => findPayment(stack.db, { network: "base-sepolia", asset: stack.devnet.token, payer: buyer(i).address, nonce: nonce.toLowerCase() })!;
+const rowOf = (i: number, nonce: string) => createPaymentStore(stack.db).find({ network: "base-sepolia", asset: stack.devnet.token, payer: buyer(i).address, nonce: nonce.toLowerCase() })!;
 const rpc = () => localPublicClient(stack.devnet.rpcUrl);
 
 /** Transfers of the token from the buyer to the seller, on chain. */

@@ -1,14 +1,13 @@
 /**
- * The request log as src/index.ts serves the app: Bun.serve with the
- * gateway's routes on Bun's router and everything else through the app, both
- * behind withRequestLog. One line per request, on every route, the gateway
+ * The request log as the server factory (src/server.ts) serves the app:
+ * the gateway's routes on Bun's router and everything else through the
+ * app, both behind withRequestLog. One line per request, on every route, the gateway
  * included; never a header, a query string or a proof.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createApp } from "../../src/app";
 import type { Facilitator } from "../../src/facilitator/types";
-import { createGateway, gatewayRoutes } from "../../src/gateway/routes";
 import { createLogger, withRequestLog } from "../../src/http/logging";
+import { type RunningServer, startServer } from "../../src/server";
 import { addContent, type Fixture, fixture, JWT_SECRET, newAccount, price } from "../gateway/fixtures";
 
 // The 402 and forged-proof paths never reach a facilitator: any call fails the test.
@@ -33,24 +32,16 @@ function capture() {
 let f: Fixture;
 let cid: string;
 const out = capture();
-let server: ReturnType<typeof Bun.serve>;
+let server: RunningServer;
 let base: string;
 
 beforeAll(async () => {
-  f = fixture();
+  f = fixture({ PORT: "0" });
   ({ "a.txt": cid } = await addContent(f, { "a.txt": "paid words\n" }));
   price(f, cid, [{ payTo: newAccount().address, amount: "10000" }]);
   const log = createLogger("info", out.destination);
-  const gateway = createGateway({ settings: f.settings, db: f.db, log, facilitator: unusedFacilitator });
-  const app = createApp({ settings: f.settings, db: f.db, log, jwtSecret: JWT_SECRET, facilitator: unusedFacilitator, gateway });
-  server = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    development: false,
-    routes: gatewayRoutes(gateway, (handler, path) => withRequestLog(handler, log, path)),
-    fetch: withRequestLog(app.fetch, log),
-  });
-  base = `http://127.0.0.1:${server.port}`;
+  server = await startServer({ settings: f.settings, db: f.db, log, jwtSecret: JWT_SECRET, facilitator: unusedFacilitator, pricing: false });
+  base = server.url;
 });
 
 afterAll(async () => {

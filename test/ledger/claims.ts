@@ -3,7 +3,7 @@
  * overrides one at a time. Each call gets a fresh nonce, so claims never
  * collide unless a test makes them.
  */
-import type { PaymentClaim } from "../../src/ledger/service";
+import type { PaymentClaim } from "../../src/ledger/store";
 
 export const CID_A = "bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
 export const PAYER = "0x1111111111111111111111111111111111111111";

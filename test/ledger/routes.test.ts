@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createToken } from "../../src/http/auth";
 import { FacilitatorUnavailableError } from "../../src/facilitator/types";
-import { claimPayment, markFailed, markSettled } from "../../src/ledger/service";
+import { createPaymentStore } from "../../src/ledger/store";
 import { type Fixture, fixture, JWT_SECRET, makeApp } from "../gateway/fixtures";
 import { CID_A, claim, PAYER } from "./claims";
 
@@ -18,9 +18,9 @@ beforeAll(() => {
     throw new FacilitatorUnavailableError("not used");
   };
   app = makeApp(f, { verify: down, settle: down, supported: down });
-  for (let i = 0; i < 5; i++) markSettled(f.db, claimPayment(f.db, claim({})).payment.id, `0x${"1".repeat(64)}`);
-  markSettled(f.db, claimPayment(f.db, claim({ cid: CID_B, amount: "500", payer: "0x3333333333333333333333333333333333333333" })).payment.id, "0x02");
-  markFailed(f.db, claimPayment(f.db, claim({ cid: CID_B })).payment.id, "facilitator unreachable");
+  for (let i = 0; i < 5; i++) createPaymentStore(f.db).markSettled(createPaymentStore(f.db).claim(claim({})).payment.id, `0x${"1".repeat(64)}`);
+  createPaymentStore(f.db).markSettled(createPaymentStore(f.db).claim(claim({ cid: CID_B, amount: "500", payer: "0x3333333333333333333333333333333333333333" })).payment.id, "0x02");
+  createPaymentStore(f.db).markFailed(createPaymentStore(f.db).claim(claim({ cid: CID_B })).payment.id, "facilitator unreachable");
 });
 afterAll(() => f.cleanup());
 

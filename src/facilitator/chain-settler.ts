@@ -1,6 +1,7 @@
 /**
- * Settlement: submit transferWithAuthorization from the relayer and wait for
- * its receipt, bounded. Written here rather than taken from @x402/evm because
+ * The chain side of settlement (the facilitator's; the gateway's ledger side
+ * is src/ledger/settler.ts): submit transferWithAuthorization from the
+ * relayer and wait for its receipt, bounded. Written here rather than taken from @x402/evm because
  * its settle lacks what a self-hosted relayer needs: v1 failures come back as
  * raw library messages, and a v1 retry after a receipt timeout cannot find the
  * transaction already sent. Here:
@@ -26,7 +27,7 @@ import {
   parseSignature,
   type TransactionReceipt,
 } from "viem";
-import { Reason } from "./reasons";
+import { Reason } from "../x402/reasons";
 import type { Relayer } from "./relayer";
 import { FacilitatorUnavailableError, type SettleResponse } from "./types";
 import type { VerifiedPayment } from "./verify";
@@ -59,7 +60,7 @@ function reasonFromRevert(message: string): string | undefined {
   if (/authorization is expired|AuthorizationExpired/i.test(message)) return Reason.validBefore;
   if (/authorization is not yet valid|AuthorizationNotYetValid/i.test(message)) return Reason.validAfter;
   if (/exceeds balance|insufficient balance|ERC20InsufficientBalance/i.test(message)) return Reason.insufficientBalance;
-  if (/invalid signature|ECRecover/i.test(message)) return Reason.invalidSignature;
+  if (/invalid signature|ECRecover/i.test(message)) return Reason.signature;
   if (/execution reverted|reverted/i.test(message)) return Reason.transactionFailed;
   return undefined;
 }
@@ -73,7 +74,7 @@ export interface SettlementLog {
   warn(fields: Record<string, unknown>, message: string): void;
 }
 
-export function createSettler(relayer: Relayer, receiptTimeoutMs: number, log?: SettlementLog) {
+export function createChainSettler(relayer: Relayer, receiptTimeoutMs: number, log?: SettlementLog) {
   const pending = new PendingTransactions();
   const inFlight = new Set<string>();
 
@@ -169,4 +170,4 @@ export function createSettler(relayer: Relayer, receiptTimeoutMs: number, log?: 
   };
 }
 
-export type Settler = ReturnType<typeof createSettler>;
+export type ChainSettler = ReturnType<typeof createChainSettler>;

@@ -5,7 +5,7 @@
  */
 import { createAuthorizationLookup, type AuthorizationFinding } from "../chain/authorization";
 import { NETWORKS, type NetworkName } from "../chain/networks";
-import type { Payment } from "../ledger/service";
+import type { Payment } from "./store";
 import type { Settings } from "../settings";
 
 export function paymentLookup(settings: Pick<Settings, "rpcUrl" | "facilitatorTimeoutMs">): ((row: Payment) => Promise<AuthorizationFinding | undefined>) | undefined {

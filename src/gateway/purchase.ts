@@ -1,0 +1,202 @@
+/**
+ * The purchase decision: what GET|HEAD /x402/cid/:cid answers, with no HTTP
+ * types. From the CID, the credentials presented and the clock it decides
+ * one of: offer (402), refuse (403 + reason), serve (file, range, receipt),
+ * pending, unavailable, not found. Every "paid already / may this be served
+ * again" rule lives here, in `existing` below; routes.ts only turns a
+ * decision into a Response (the x402 packages' split: a framework-free core
+ * returning a result, a thin adapter per framework).
+ *
+ * Settle before serve: nothing decides `serve` for a new proof before the
+ * ledger settler says it is paid.
+ */
+import { stat } from "node:fs/promises";
+import type { NetworkName } from "../chain/networks";
+import { parseCid } from "../content/cid";
+import type { Outcome, PaymentAttempt, Timings } from "../ledger/settler";
+import { isUnconfirmed, type Payment } from "../ledger/store";
+import type { FacilitatorRequest, Receipt, X402Version } from "../x402/models";
+import { Reason } from "../x402/reasons";
+import type { PricedContent } from "./catalog";
+import { type DecodedProof, decodeProof, matchAndCheck } from "./proof";
+import { type ByteRange, parseRange } from "./range";
+import { buildReceipt } from "./receipts";
+import type { AcceptedRequirement } from "./requirements";
+
+/** What the buyer presented. Proof headers today; the entitlement issue adds more kinds. */
+export interface Credentials {
+  /** PAYMENT-SIGNATURE (v2); wins over X-PAYMENT when both are sent. */
+  paymentSignature?: string | null;
+  /** X-PAYMENT (v1). */
+  xPayment?: string | null;
+}
+
+export interface PurchaseRequest {
+  /** As the client spelled it (any multibase, v0 or v1). */
+  cid: string;
+  credentials: Credentials;
+  /** False for HEAD: say what GET would for a proof already paid, never charge. */
+  charge: boolean;
+  /** The Range header: an unsatisfiable one is answered before anyone is charged. */
+  range?: string | null;
+}
+
+export type Decision =
+  | { kind: "notFound"; message: string }
+  | { kind: "offer"; item: PricedContent }
+  | { kind: "refuse"; item: PricedContent; x402Version: X402Version; reason: string; message: string }
+  | { kind: "serve"; item: PricedContent; x402Version: X402Version; receipt: Receipt; range: ByteRange | undefined; timings?: Timings }
+  | { kind: "rangeNotSatisfiable"; item: PricedContent }
+  /** Sent to the chain, not confirmed yet: the same proof again shortly is served. */
+  | { kind: "pending"; message: string }
+  /** The facilitator (or chain) gave no answer: nothing was decided, the same proof may come again. */
+  | { kind: "unavailable"; message: string };
+
+export interface PurchaseDeps {
+  catalog: { lookup(cid: string): PricedContent | undefined };
+  payments: { findByProof(key: { network: string; payer: string; nonce: string; proofHash: string }): Payment | undefined };
+  settler: { pay(attempt: PaymentAttempt): Promise<Outcome> };
+  /** Unix seconds. */
+  now?: () => number;
+}
+
+// Built once: a 404 for a CID nobody sells is as hot as a 402.
+const NOT_PRICED: Decision = { kind: "notFound", message: "no paid content for this CID" };
+const NOT_A_CID: Decision = { kind: "notFound", message: "not a CID" };
+
+/** The file on disk is still the one indexed under this CID (checked before anyone is charged). */
+async function fileIsIndexed(item: PricedContent): Promise<boolean> {
+  try {
+    const s = await stat(item.file.absolutePath);
+    return s.isFile() && s.size === item.file.size && Math.trunc(s.mtimeMs) === item.file.mtimeMs;
+  } catch {
+    return false;
+  }
+}
+
+/** What the ledger settler is given: the row to claim and our own offer, never the client's copy of it. */
+function attemptOf(item: PricedContent, requirement: AcceptedRequirement, proof: DecodedProof): PaymentAttempt {
+  const request: FacilitatorRequest =
+    proof.raw.x402Version === 2
+      ? { x402Version: 2, paymentPayload: proof.raw, paymentRequirements: requirement.v2 }
+      : { x402Version: 1, paymentPayload: proof.raw, paymentRequirements: requirement.v1 };
+  return {
+    claim: {
+      network: requirement.network,
+      asset: requirement.asset,
+      payer: proof.from,
+      nonce: proof.nonce,
+      cid: item.cid,
+      instructionId: item.instruction.id,
+      instructionVersion: item.instruction.version,
+      amount: proof.value.toString(),
+      payTo: requirement.payTo,
+      validBefore: proof.validBefore,
+      x402Version: proof.x402Version,
+      proofHash: proof.proofHash,
+    },
+    request,
+  };
+}
+
+export function createPurchase(deps: PurchaseDeps) {
+  const now = deps.now ?? (() => Math.floor(Date.now() / 1000));
+
+  const refuse = (item: PricedContent, proof: DecodedProof, reason: string, message: string): Decision => ({
+    kind: "refuse",
+    item,
+    x402Version: proof.x402Version,
+    reason,
+    message,
+  });
+
+  function serve(item: PricedContent, proof: DecodedProof, payment: Payment, range: ByteRange | "unsatisfiable" | undefined, timings?: Timings): Decision {
+    if (range === "unsatisfiable") return { kind: "rangeNotSatisfiable", item };
+    const receipt = buildReceipt(proof.x402Version, payment.network as NetworkName, payment.txHash ?? "", payment.payer);
+    return { kind: "serve", item, x402Version: proof.x402Version, receipt, range, timings };
+  }
+
+  /** This proof's settled row for this CID, if it paid for it before. */
+  function paidBefore(item: PricedContent, proof: DecodedProof): Payment | undefined {
+    if (!proof.network) return undefined;
+    const row = deps.payments.findByProof({ network: proof.network, payer: proof.from, nonce: proof.nonce, proofHash: proof.proofHash });
+    return row?.state === "settled" && row.cid === item.cid ? row : undefined;
+  }
+
+  /**
+   * What a stored row of this authorization means for a request presenting
+   * `proof` for `item`: the one rule for "paid already". The same proof for
+   * the same CID is served again at no charge until its validBefore (a buyer
+   * whose response was lost retries); anything else is refused.
+   */
+  function existing(item: PricedContent, proof: DecodedProof, row: Payment, range: ByteRange | "unsatisfiable" | undefined): Decision {
+    const sameProof = row.cid === item.cid && row.proofHash === proof.proofHash;
+    if (row.state === "settled" && sameProof) {
+      if (now() >= row.validBefore) return refuse(item, proof, Reason.validBefore, "the authorization has expired");
+      return serve(item, proof, row, range);
+    }
+    if (row.state === "pending") {
+      return refuse(
+        item,
+        proof,
+        Reason.paymentInProgress,
+        isUnconfirmed(row)
+          ? "this authorization's settlement is unconfirmed: only the same proof for the same content can complete it"
+          : "this authorization is being settled by another request",
+      );
+    }
+    return refuse(item, proof, Reason.paymentAlreadyUsed, "this authorization has already paid for other content");
+  }
+
+  /**
+   * Synchronous up to the offer and the undecodable proof: no promise, no
+   * microtask on the hot path. A decoded proof goes on to `withProof`.
+   */
+  function decide(request: PurchaseRequest): Decision | Promise<Decision> {
+    const item = deps.catalog.lookup(request.cid);
+    if (!item) return parseCid(request.cid) ? NOT_PRICED : NOT_A_CID;
+    const { paymentSignature, xPayment } = request.credentials;
+    const header = paymentSignature ?? xPayment;
+    if (!header) return { kind: "offer", item };
+    const decoded = decodeProof(header);
+    if (!decoded.ok) return { kind: "refuse", item, x402Version: paymentSignature ? 2 : 1, ...decoded.rejection };
+    return withProof(item, decoded.value, request);
+  }
+
+  async function withProof(item: PricedContent, proof: DecodedProof, request: PurchaseRequest): Promise<Decision> {
+    const range = parseRange(request.range, item.file.size);
+    const matched = await matchAndCheck(proof, item.required.accepts, now());
+    if (!matched.ok) {
+      // The price may have changed since this proof was settled: a paid proof still serves.
+      const row = matched.rejection.reason !== Reason.signature ? paidBefore(item, proof) : undefined;
+      if (row && now() < row.validBefore) return serve(item, proof, row, range);
+      return refuse(item, proof, matched.rejection.reason, matched.rejection.message);
+    }
+    // Never charge for a file that is gone or changed since it was indexed.
+    if (!(await fileIsIndexed(item))) return NOT_PRICED;
+
+    if (!request.charge) {
+      const row = paidBefore(item, proof);
+      return row ? existing(item, proof, row, range) : { kind: "offer", item };
+    }
+    // Nobody pays for bytes that cannot be sent.
+    if (range === "unsatisfiable") return { kind: "rangeNotSatisfiable", item };
+
+    const outcome = await deps.settler.pay(attemptOf(item, matched.value, proof));
+    switch (outcome.kind) {
+      case "paid":
+        return serve(item, proof, outcome.payment, range, outcome.timings);
+      case "existing":
+        return existing(item, proof, outcome.payment, range);
+      case "refused":
+        return refuse(item, proof, outcome.reason, outcome.message);
+      case "unavailable":
+      case "pending":
+        return outcome;
+    }
+  }
+
+  return { decide };
+}
+
+export type Purchase = ReturnType<typeof createPurchase>;

@@ -1,0 +1,83 @@
+/**
+ * What settling one authorization came to, and the writes that record it:
+ * shared by the first settlement (settler.ts) and the resolution of an
+ * unconfirmed one (recovery.ts), so both end a row the same way.
+ */
+import type { Facilitator, FacilitatorRequest } from "../facilitator/types";
+import { FacilitatorUnavailableError } from "../facilitator/types";
+import type { AuthorizationFinding } from "../chain/authorization";
+import type { Payment, PaymentClaim, PaymentStore } from "./store";
+
+export type Outcome =
+  | { kind: "paid"; payment: Payment; newCharge: boolean; timings?: Timings }
+  | { kind: "refused"; reason: string; message: string }
+  | { kind: "unavailable"; message: string }
+  /** Sent to the chain, not confirmed yet: present the same proof again shortly. */
+  | { kind: "pending"; message: string }
+  /** The authorization is held or used already, by this proof or another: the caller decides what that row means. */
+  | { kind: "existing"; payment: Payment };
+
+/** Time spent waiting on the facilitator, in ms (for Server-Timing and the benchmark). */
+export interface Timings {
+  verifyMs: number;
+  settleMs: number;
+}
+
+/** One authorization to settle: the row to claim, and the facilitator request (our own offer, never the client's copy). */
+export interface PaymentAttempt {
+  claim: PaymentClaim;
+  request: FacilitatorRequest;
+}
+
+export interface SettlerDeps {
+  payments: PaymentStore;
+  facilitator: Facilitator;
+  /** Where settlements and facilitator failures are reported (no proofs, no stacks). */
+  log?: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  /** Bound on each facilitator call, whatever the facilitator does itself. */
+  timeoutMs: number;
+  /**
+   * Reads what became of a row's authorization on chain (RPC_URL); undefined
+   * when there is no RPC for the row's network. Without it an unconfirmed
+   * settlement is resolved by the facilitator alone.
+   */
+  lookup?: (row: Payment) => Promise<AuthorizationFinding | undefined>;
+}
+
+/** Facilitator answers that mean "sent, not confirmed yet" rather than a refusal. */
+export const NOT_YET = new Set(["settlement_pending", "duplicate_settlement"]);
+
+/** Rejects with FacilitatorUnavailableError when `promise` has not settled within `ms`. */
+export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new FacilitatorUnavailableError(`facilitator ${what}: no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
+
+/** An error's first line without URLs (RPC and facilitator URLs may carry API keys): safe to log. */
+export function safeReason(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split("\n")[0].replace(/\b\w+:\/\/\S+/g, "<url>").slice(0, 300);
+}
+
+/** The settlement transaction is known: the row is settled. */
+export function paid(deps: SettlerDeps, attempt: PaymentAttempt, row: Payment, txHash: string, timings?: Timings): Outcome {
+  const { claim } = attempt;
+  // Only a pending row is marked; a row released meanwhile (it cannot be, within the bounds) is recorded anyway.
+  const payment = deps.payments.markSettled(row.id, txHash) ?? { ...row, state: "settled" as const, txHash };
+  deps.log?.info({ cid: claim.cid, payer: claim.payer, network: claim.network, amount: payment.amount, tx: txHash }, "payment settled");
+  return { kind: "paid", payment, newCharge: true, timings };
+}
+
+/** The settle went out and its outcome is unknown: keep the row for the same proof to resolve. */
+export function unconfirmed(deps: SettlerDeps, attempt: PaymentAttempt, row: Payment, detail: string, pending: boolean, publicDetail = detail): Outcome {
+  deps.payments.markUnconfirmed(row.id, detail);
+  deps.log?.warn({ cid: attempt.claim.cid, payer: attempt.claim.payer, reason: detail }, "settlement unconfirmed: kept for the same proof to resolve");
+  return pending
+    ? { kind: "pending", message: "the payment was sent to the chain and is not confirmed yet" }
+    : { kind: "unavailable", message: `${publicDetail}; the payment may have been made` };
+}
+
+/** The detail kept on an unconfirmed row for a facilitator's "not yet" answer. */
+export const notYetDetail = (reason: string, transaction: string) => `settle: ${reason}${transaction ? ` (${transaction})` : ""}`;

@@ -1,0 +1,103 @@
+/**
+ * The ledger side of settlement (the chain side is the facilitator's,
+ * src/facilitator/chain-settler.ts): claim -> verify -> settle -> record,
+ * once per authorization.
+ *
+ * The ledger row is claimed before the facilitator hears of the proof, so a
+ * proof is settled at most once even across restarts. Within the process,
+ * requests carrying the same proof while it settles wait for that one
+ * settlement (a promise per authorization) and share its outcome. What a
+ * row held by someone else means for a request (served again, refused) is
+ * not decided here: the outcome `existing` hands the row to the purchase
+ * decision (src/gateway/purchase.ts), the one place that rule lives.
+ *
+ * A settle that went out but whose outcome never came back may still land on
+ * chain: its row is left pending, marked unconfirmed, for the same proof to
+ * resolve (recovery.ts).
+ */
+import { FacilitatorUnavailableError, type SettleResponse } from "../facilitator/types";
+import { knownReason, Reason } from "../x402/reasons";
+import { NOT_YET, notYetDetail, type Outcome, type PaymentAttempt, paid, type SettlerDeps, safeReason, unconfirmed, withDeadline } from "./outcome";
+import { resolveUnconfirmed } from "./recovery";
+import type { Payment } from "./store";
+
+export type { Outcome, PaymentAttempt, SettlerDeps, Timings } from "./outcome";
+
+/** Creates the settler of one app: its in-flight map lives as long as the app. */
+export function createLedgerSettler(deps: SettlerDeps) {
+  const inflight = new Map<string, { cid: string; proofHash: string; outcome: Promise<Outcome> }>();
+
+  async function settle(attempt: PaymentAttempt, row: Payment): Promise<Outcome> {
+    const { claim, request } = attempt;
+    const t0 = performance.now();
+    let t1 = t0;
+    try {
+      const verified = await withDeadline(deps.facilitator.verify(request), deps.timeoutMs, "verify");
+      t1 = performance.now();
+      if (!verified.isValid) {
+        const reason = knownReason(verified.invalidReason, Reason.unexpectedVerifyError);
+        deps.payments.markFailed(row.id, `verify: ${reason}`);
+        deps.log?.info({ cid: claim.cid, payer: claim.payer, reason }, "payment refused by the facilitator");
+        return { kind: "refused", reason, message: "the facilitator refused the payment" };
+      }
+    } catch (error) {
+      // Released: the settle was never sent, so the authorization was not spent.
+      const message = error instanceof FacilitatorUnavailableError ? error.message : "facilitator error";
+      deps.log?.warn({ cid: claim.cid, reason: safeReason(error) }, "payment not settled: facilitator unavailable");
+      deps.payments.markFailed(row.id, message);
+      return { kind: "unavailable", message };
+    }
+    let settled: SettleResponse;
+    try {
+      settled = await withDeadline(deps.facilitator.settle(request), deps.timeoutMs, "settle");
+    } catch (error) {
+      // The settle request went out (or may have): whatever answer was lost, it may land on chain.
+      return error instanceof FacilitatorUnavailableError
+        ? unconfirmed(deps, attempt, row, error.message, false)
+        : unconfirmed(deps, attempt, row, `facilitator settle: ${safeReason(error)}`, false, "facilitator error");
+    }
+    const timings = { verifyMs: t1 - t0, settleMs: performance.now() - t1 };
+    if (settled.success) return paid(deps, attempt, row, settled.transaction, timings);
+    const reason = knownReason(settled.errorReason, Reason.unexpectedSettleError);
+    if (NOT_YET.has(reason)) return unconfirmed(deps, attempt, row, notYetDetail(reason, settled.transaction), true);
+    deps.payments.markFailed(row.id, `settle: ${reason}`);
+    deps.log?.info({ cid: claim.cid, payer: claim.payer, reason }, "settlement failed");
+    return { kind: "refused", reason, message: "the payment could not be settled" };
+  }
+
+  /**
+   * Pays with a proof that passed the local checks. Never throws for a
+   * facilitator problem: the outcome says what happened.
+   */
+  async function pay(attempt: PaymentAttempt): Promise<Outcome> {
+    const { claim } = attempt;
+    const mapKey = `${claim.network}|${claim.asset}|${claim.payer}|${claim.nonce}`;
+    for (;;) {
+      const running = inflight.get(mapKey);
+      if (running) {
+        const outcome = await running.outcome;
+        if (running.cid === claim.cid && running.proofHash === claim.proofHash) {
+          // Same proof, same content: the same answer, without a second charge.
+          return outcome.kind === "paid" ? { ...outcome, newCharge: false, timings: undefined } : outcome;
+        }
+        continue; // someone else's attempt ended: look at the ledger again
+      }
+      // A pending row older than three bounded calls (the most a settlement or resolution makes) is from an interrupted process.
+      const staleBefore = new Date(Date.now() - 3 * deps.timeoutMs - 5000).toISOString();
+      const claimed = deps.payments.claim(claim, { staleBefore });
+      if (!claimed.claimed) return { kind: "existing", payment: claimed.payment };
+      // Registered before the first await, so no concurrent request can miss it.
+      const outcome = claimed.resolve ? resolveUnconfirmed(deps, attempt, claimed.payment) : settle(attempt, claimed.payment);
+      inflight.set(mapKey, { cid: claim.cid, proofHash: claim.proofHash, outcome });
+      try {
+        return await outcome;
+      } finally {
+        inflight.delete(mapKey);
+      }
+    }
+  }
+
+  return { pay, inflightCount: () => inflight.size };
+}
+
+export type LedgerSettler = ReturnType<typeof createLedgerSettler>;

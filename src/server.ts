@@ -1,0 +1,99 @@
+/**
+ * The one server factory: `npm start` (index.ts), `cidgate serve`, the
+ * benchmarks and the end-to-end tests all run cidgate through it, so every
+ * paid-path test runs the production routes, limits and request log.
+ *
+ * Bun.serve with the gateway's routes on Bun's own router (the 402 path is
+ * the hot one) and everything else through the Elysia app, both behind the
+ * request-log wrapper (one line per request, X-Request-Id).
+ */
+import { composeApp } from "./app";
+import { type Db, openDb } from "./db/client";
+import { createFacilitator } from "./facilitator/create";
+import type { Facilitator } from "./facilitator/types";
+import { gatewayRoutes } from "./gateway/routes";
+import { resolveJwtSecret } from "./http/jwt-secret";
+import { createLogger, type Logger, withRequestLog } from "./http/logging";
+import { preparePricing } from "./pricing/boot";
+import { startWatchers } from "./pricing/watch";
+import type { Settings } from "./settings";
+
+export interface ServerOptions {
+  settings: Settings;
+  /** Default: CIDGATE_DB opened and migrated. */
+  db?: Db;
+  /** Default: LOG_LEVEL on stdout. */
+  log?: Logger;
+  /** Default: JWT_SECRET, or the one generated once into the data folder (0600). */
+  jwtSecret?: string;
+  /** Default: FACILITATOR_URL's (the in-process one for `local`). */
+  facilitator?: Facilitator;
+  /**
+   * Index content/ and reconcile config/ before the first request (so the
+   * first answer is already right), then watch both. Default true; tests
+   * that price through the API alone turn it off.
+   */
+  pricing?: boolean;
+}
+
+/**
+ * The JSON body check answers 413 itself at 1 MiB in the error shape; Bun's
+ * own limit (an empty 413) is only the backstop for bodies that never reach it.
+ */
+const BACKSTOP_BODY_LIMIT = 16 * 1024 * 1024;
+
+export async function startServer(options: ServerOptions) {
+  const { settings } = options;
+  const log = options.log ?? createLogger(settings.logLevel);
+  const db = options.db ?? openDb(settings.db);
+  const jwtSecret = options.jwtSecret ?? resolveJwtSecret(settings);
+  const facilitator = options.facilitator ?? createFacilitator(settings, log);
+  const pricing = options.pricing === false ? undefined : await preparePricing({ db, settings, log });
+
+  // Bound before the app is built: with PORT=0 the public URL is known only once the port is.
+  const server = Bun.serve({
+    port: settings.port,
+    hostname: settings.host,
+    maxRequestBodySize: BACKSTOP_BODY_LIMIT,
+    idleTimeout: 30, // seconds: room for slow clients of large files
+    development: false, // never Bun's HTML error page
+    fetch: () => new Response(null, { status: 503 }),
+  });
+  const url = `http://${settings.host.includes(":") ? `[${settings.host}]` : settings.host}:${server.port}`;
+  const publicUrl = settings.port === 0 && settings.publicUrl.endsWith(":0") ? url : settings.publicUrl;
+  const { app, gateway } = composeApp({ settings, db, log, jwtSecret, facilitator, pricing, publicUrl });
+  server.reload({
+    routes: gatewayRoutes(gateway, (handler, path) => withRequestLog(handler, log, path)),
+    fetch: withRequestLog(app.fetch, log),
+  });
+  const watchers = pricing ? startWatchers({ db, settings, pricing, log }) : undefined;
+
+  let stopped: Promise<void> | undefined;
+  return {
+    server,
+    /** Where this server listens. */
+    url,
+    /** Where buyers reach it (PUBLIC_URL, or `url`). */
+    publicUrl,
+    app,
+    db,
+    log,
+    facilitator,
+    /**
+     * Stops watching, stops accepting and lets requests in flight finish
+     * (or, with `force`, closes them), then checkpoints and closes the
+     * database. The facilitator and database given in the options stay the
+     * caller's to close.
+     */
+    stop(force = false): Promise<void> {
+      stopped ??= (async () => {
+        await watchers?.close();
+        await server.stop(force);
+        if (!options.db) db.sqlite.close();
+      })();
+      return stopped;
+    },
+  };
+}
+
+export type RunningServer = Awaited<ReturnType<typeof startServer>>;
