@@ -16,7 +16,7 @@ import { facilitatorModule } from "../facilitator/routes";
 import { FacilitatorUnavailableError } from "../facilitator/types";
 import { errors } from "../http/errors";
 import { createLogger, withRequestLog } from "../http/logging";
-import { loadSettings, SettingsError } from "../settings";
+import { loadSettingsOrReport, requireSelfHostedFacilitator, selfHostedFacilitatorIssues } from "../settings";
 import { parseOptions } from "./args";
 
 const USAGE = `usage: cidgate facilitator [--port 4022] [--devnet data/devnet.json]
@@ -45,18 +45,10 @@ export async function run(args: string[]): Promise<number> {
   const port = parsed.values.port;
   if (port !== undefined) env.FACILITATOR_PORT = port;
 
-  let settings;
-  try {
-    settings = loadSettings(env);
-    if (!settings.rpcUrl) throw new SettingsError("RPC_URL", "required: the chain to settle on");
-    if (!settings.relayerPrivateKey) throw new SettingsError("RELAYER_PRIVATE_KEY", "required: the key that pays gas");
-  } catch (e) {
-    if (e instanceof SettingsError) {
-      console.error(`cidgate facilitator: bad setting ${e.message}`);
-      return 2;
-    }
-    throw e;
-  }
+  const needed = "by `cidgate facilitator`";
+  const settings = loadSettingsOrReport("cidgate facilitator", env, [(s) => selfHostedFacilitatorIssues(s, needed)]);
+  if (!settings) return 2;
+  requireSelfHostedFacilitator(settings, needed); // cannot fail after the rule above; tells the types so
 
   const log = createLogger(settings.logLevel);
   const facilitator = createLocalFacilitator({
