@@ -108,7 +108,7 @@ describe("settings", () => {
   });
 
   test("secrets are never echoed, even malformed", () => {
-    for (const env of [{ RELAYER_PRIVATE_KEY: "0xdeadbeef" }, { JWT_SECRET: "deadbeef" }]) {
+    for (const env of [{ RELAYER_PRIVATE_KEY: "0xdeadbeef" }, { JWT_SECRET: "deadbeef" }] as Record<string, string>[]) {
       const { result, lines } = report(env);
       expect(result).toBeUndefined();
       expect(lines).toHaveLength(1);
