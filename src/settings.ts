@@ -214,7 +214,7 @@ export class SettingsError extends Error {
   }
 }
 
-/** A rule across variables. Values that failed to parse are absent; their own report says why. */
+/** A rule across variables. Values that failed to parse are missing; their own report says why. */
 export type SettingsRule = (s: Partial<Settings>) => SettingsIssue[];
 
 /**
@@ -266,7 +266,10 @@ export function loadSettings(env: Env = process.env, rules: readonly SettingsRul
   const derivedIssues: SettingsIssue[] = [];
   for (const [key, v] of Object.entries(VARIABLES as Record<string, AnyVariable>)) {
     const raw = lookup(v.name);
-    if (raw === undefined) continue;
+    if (raw === undefined) {
+      values[key] = undefined; // an optional setting left unset: present, as the type says
+      continue;
+    }
     const value = v.parse(raw);
     if (value !== undefined) {
       values[key] = value;

@@ -48,6 +48,7 @@ describe("settings", () => {
     for (const optional of ["jwtSecret", "cdpApiKeyId", "cdpApiKeySecret", "usdcAddressBase", "usdcAddressBaseSepolia", "rpcUrl", "relayerPrivateKey"] as const) {
       expect(s[optional]).toBeUndefined();
     }
+    expect(Object.keys(s)).toEqual(Object.keys(VARIABLES)); // every setting present, unset ones too
   });
 
   test("derived defaults and values as given", () => {
