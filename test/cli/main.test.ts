@@ -3,7 +3,8 @@
  * commands, and the usage errors every command shares.
  */
 import { describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const ROOT = join(import.meta.dir, "../..");
@@ -87,4 +88,38 @@ describe("cidgate", () => {
         'cidgate token create: bad setting LOG_LEVEL: one of fatal, error, warn, info, debug, trace, silent (got "verbose")\n',
     );
   });
+
+  test("`cidgate serve` runs the server until SIGTERM; a bad setting stops it with one line", async () => {
+    const bad = cidgate(["serve"], { PORT: "eighty" });
+    expect(bad).toEqual({ code: 2, out: "", err: 'cidgate: bad setting PORT: a whole number from 0 to 65535 (got "eighty")\n' });
+
+    const dir = mkdtempSync(join(tmpdir(), "cidgate-serve-"));
+    mkdirSync(join(dir, "config"));
+    mkdirSync(join(dir, "content"));
+    const p = Bun.spawn([process.execPath, MAIN, "serve"], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "", CIDGATE_DB: ":memory:", PORT: "0", JWT_SECRET: "x".repeat(40), LOG_LEVEL: "warn" },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    try {
+      const reader = p.stdout.getReader();
+      let text = "";
+      let m: RegExpMatchArray | null;
+      while (!(m = text.match(/listening on (http:\/\/127\.0\.0\.1:\d+)/))) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`exited before listening: ${text}${await new Response(p.stderr).text()}`);
+        text += new TextDecoder().decode(value);
+      }
+      reader.releaseLock();
+      // An answer means start-up has finished, signal handlers included (they come after the
+      // "listening" line, so a signal sent at once could still find the default handler).
+      expect((await fetch(`${m[1]}/v3/x402/payments`)).status).toBe(401);
+      p.kill("SIGTERM");
+      expect(await p.exited).toBe(0);
+    } finally {
+      p.kill("SIGKILL");
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 20_000);
 });
