@@ -1,128 +1,312 @@
 /**
  * Settings from the environment (Bun reads `.env` by itself).
- * The variable names are a contract with deployment files: keep them.
- * A bad value throws a SettingsError whose message is one line naming the
- * variable and what it allows, so start-up can fail fast and legibly.
+ *
+ * VARIABLES below is the one table of them: the loaded object, its type, the
+ * one-line reports and the README's settings table all come from it. The
+ * variable names and defaults are a contract with deployment files: keep them.
+ *
+ * Every bad variable is reported at once (an operator fixing a deployment file
+ * should not discover the errors one restart at a time), one line each, and a
+ * secret's value is never echoed back, even a malformed one.
  */
 import { getAddress, isAddress, isHex } from "viem";
 
-export class SettingsError extends Error {
-  constructor(variable: string, allowed: string, value?: string) {
-    super(`${variable}: ${allowed}${value === undefined ? "" : ` (got "${value}")`}`);
-    this.name = "SettingsError";
+type Env = Record<string, string | undefined>;
+
+/** Reads another variable as it would be used (its value, or its default): for defaults derived from others. */
+type Lookup = (variable: string) => string | undefined;
+
+/** A default, as written in the environment, or made from other variables. */
+type Default = string | ((raw: Lookup) => string);
+
+interface Variable<T, D extends Default | undefined> {
+  /** The environment variable. */
+  readonly name: string;
+  /** One line for the README: what it is for. */
+  readonly doc: string;
+  /** The value when unset, written as it would be in the environment; undefined: the setting is optional. */
+  readonly default?: D;
+  /** How the default reads in the README, when it is not a plain value (or there is none). */
+  readonly defaultDoc?: string;
+  /** What the variable allows, for the report of a bad value. */
+  readonly allows: string;
+  /** Never echoed back in a report. */
+  readonly secret?: boolean;
+  /** The value, or undefined when the text is not allowed. */
+  readonly parse: (text: string) => T | undefined;
+}
+
+type AnyVariable = Variable<unknown, Default | undefined>;
+
+function variable<T, const D extends Default | undefined = undefined>(v: Variable<T, D>) {
+  return v;
+}
+
+const text = { allows: "any text", parse: (s: string) => s };
+
+function wholeNumber(min: number, max: number) {
+  return {
+    allows: `a whole number from ${min} to ${max}`,
+    parse: (s: string) => (/^\d+$/.test(s) && Number(s) >= min && Number(s) <= max ? Number(s) : undefined),
+  };
+}
+
+/** Trailing slashes dropped, so paths can be appended. */
+const httpUrl = {
+  allows: "an http(s) URL",
+  parse: (s: string) => (isHttpUrl(s) ? s.replace(/\/+$/, "") : undefined),
+};
+
+function isHttpUrl(s: string): boolean {
+  try {
+    const u = new URL(s);
+    return u.protocol === "http:" || u.protocol === "https:";
+  } catch {
+    return false;
   }
 }
 
-type Env = Record<string, string | undefined>;
+const address = {
+  allows: "a 0x-prefixed 20-byte address",
+  parse: (s: string) => (isAddress(s, { strict: false }) ? getAddress(s) : undefined),
+};
 
-function str(env: Env, name: string, fallback: string): string {
-  const v = env[name];
-  return v === undefined || v === "" ? fallback : v;
+/** pino's levels: anything else made pino throw a stack at start-up. */
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+const FACILITATOR_NETWORKS = ["base", "base-sepolia"] as const;
+
+function oneOf<const V extends string>(values: readonly V[]) {
+  return { allows: `one of ${values.join(", ")}`, parse: (s: string) => values.find((v) => v === s) };
 }
 
-function optional(env: Env, name: string): string | undefined {
+export const VARIABLES = {
+  port: variable({ name: "PORT", default: "4021", doc: "listen port", ...wholeNumber(0, 65535) }),
+  host: variable({ name: "HOST", default: "127.0.0.1", doc: "listen address", ...text }),
+  publicUrl: variable({
+    name: "PUBLIC_URL",
+    default: (raw: Lookup) => `http://${raw("HOST")!.includes(":") ? `[${raw("HOST")}]` : raw("HOST")}:${raw("PORT")}`,
+    defaultDoc: "`http://HOST:PORT`",
+    doc: "origin used in the 402's `resource` URLs (set it behind a proxy)",
+    ...httpUrl,
+  }),
+  db: variable({ name: "CIDGATE_DB", default: "data/cidgate.db", doc: "SQLite file (`:memory:` allowed)", ...text }),
+  dataDir: variable({
+    name: "CIDGATE_DATA_DIR",
+    default: (raw: Lookup) => (raw("CIDGATE_DB") === ":memory:" ? "data" : raw("CIDGATE_DB")!.replace(/\/?[^/]*$/, "") || "."),
+    defaultDoc: "the database file's folder",
+    doc: "where generated state (the JWT secret) is kept",
+    ...text,
+  }),
+  configDir: variable({ name: "CIDGATE_CONFIG_DIR", default: "config", doc: "pricing YAML folder", ...text }),
+  contentDir: variable({ name: "CIDGATE_CONTENT_DIR", default: "content", doc: "files to sell", ...text }),
+  jwtSecret: variable({
+    name: "JWT_SECRET",
+    defaultDoc: "generated once into the data folder",
+    doc: "HS256 secret of management tokens (32+ characters)",
+    secret: true,
+    allows: "at least 32 characters",
+    parse: (s) => (s.length >= 32 ? s : undefined),
+  }),
+  facilitatorUrl: variable({
+    name: "FACILITATOR_URL",
+    default: "https://x402.org/facilitator",
+    doc: "an x402 facilitator, or `local` for the built-in one",
+    allows: "an http(s) URL, or local",
+    parse: (s) => (s === "local" || isHttpUrl(s) ? s : undefined),
+  }),
+  facilitatorTimeoutMs: variable({
+    name: "FACILITATOR_TIMEOUT_MS",
+    default: "30000",
+    doc: "bound on each facilitator call, in ms",
+    ...wholeNumber(100, 600000),
+  }),
+  cdpApiKeyId: variable({ name: "CDP_API_KEY_ID", defaultDoc: "none", doc: "Coinbase facilitator auth: key id", ...text }),
+  cdpApiKeySecret: variable({
+    name: "CDP_API_KEY_SECRET",
+    defaultDoc: "none",
+    doc: "Coinbase facilitator auth: key secret",
+    secret: true,
+    ...text,
+  }),
+  maxTimeoutSeconds: variable({
+    name: "MAX_TIMEOUT_SECONDS",
+    default: "60",
+    doc: "`maxTimeoutSeconds` in 402 bodies",
+    ...wholeNumber(1, 86400),
+  }),
+  usdcAddressBase: variable({
+    name: "USDC_ADDRESS_BASE",
+    defaultDoc: "Circle's USDC",
+    doc: "token address override on base, for a local chain",
+    ...address,
+  }),
+  usdcAddressBaseSepolia: variable({
+    name: "USDC_ADDRESS_BASE_SEPOLIA",
+    defaultDoc: "Circle's USDC",
+    doc: "token address override on base-sepolia, for a local chain",
+    ...address,
+  }),
+  rpcUrl: variable({
+    name: "RPC_URL",
+    defaultDoc: "none",
+    doc:
+      "chain RPC: the built-in facilitator's, and the gateway's to confirm on chain a settlement whose answer " +
+      "was lost (set it with a remote facilitator too)",
+    ...httpUrl,
+  }),
+  relayerPrivateKey: variable({
+    name: "RELAYER_PRIVATE_KEY",
+    defaultDoc: "none",
+    doc: "key that pays gas for settlements (built-in facilitator)",
+    secret: true,
+    allows: "a 0x-prefixed 32-byte hex private key",
+    parse: (s) => (isHex(s) && s.length === 66 ? s : undefined),
+  }),
+  facilitatorNetworks: variable({
+    name: "FACILITATOR_NETWORKS",
+    default: "base-sepolia",
+    doc: "networks the built-in facilitator serves (`base`, `base-sepolia`)",
+    allows: `a comma-separated list of ${FACILITATOR_NETWORKS.join(", ")}`,
+    parse: (s) => {
+      const names = s.split(",").map((n) => n.trim()).filter(Boolean);
+      const known = names.flatMap((n) => FACILITATOR_NETWORKS.filter((k) => k === n));
+      return known.length === names.length ? Object.freeze(known) : undefined;
+    },
+  }),
+  facilitatorPort: variable({
+    name: "FACILITATOR_PORT",
+    default: "4022",
+    doc: "port of `cidgate facilitator`",
+    ...wholeNumber(0, 65535),
+  }),
+  receiptTimeoutSeconds: variable({
+    name: "RECEIPT_TIMEOUT_SECONDS",
+    default: "30",
+    doc: "bound on waiting for a settlement's receipt",
+    ...wholeNumber(1, 3600),
+  }),
+  logLevel: variable({
+    name: "LOG_LEVEL",
+    default: "info",
+    doc: "pino level (`fatal` to `trace`, or `silent`); one JSON line per request, never a header",
+    ...oneOf(LOG_LEVELS),
+  }),
+};
+
+type Table = typeof VARIABLES;
+type ValueOf<V> = V extends Variable<infer T, infer D> ? (undefined extends D ? T | undefined : T) : never;
+
+/** The loaded settings: read-only, one field per row of VARIABLES. */
+export type Settings = Readonly<{ [K in keyof Table]: ValueOf<Table[K]> }>;
+
+/** One bad variable: `message` says what it allows (and the value, unless secret). */
+export interface SettingsIssue {
+  variable: string;
+  message: string;
+}
+
+export class SettingsError extends Error {
+  readonly issues: readonly SettingsIssue[];
+  constructor(issues: readonly SettingsIssue[]) {
+    super(issues.map((i) => `${i.variable}: ${i.message}`).join("\n"));
+    this.name = "SettingsError";
+    this.issues = issues;
+  }
+}
+
+/** A rule across variables. Values that failed to parse are missing; their own report says why. */
+export type SettingsRule = (s: Partial<Settings>) => SettingsIssue[];
+
+/**
+ * The self-hosted facilitator settles on chain itself: it cannot run without a
+ * chain and a key that pays gas. `when` says who needs it, for the report.
+ */
+export function selfHostedFacilitatorIssues(s: Partial<Settings>, when: string): SettingsIssue[] {
+  const issues: SettingsIssue[] = [];
+  if (!s.rpcUrl) issues.push({ variable: "RPC_URL", message: `required ${when} (the chain to settle on)` });
+  if (!s.relayerPrivateKey) issues.push({ variable: "RELAYER_PRIVATE_KEY", message: `required ${when} (the key that pays gas)` });
+  return issues;
+}
+
+/** For callers that hold settings made by hand: throws SettingsError unless both are there. */
+export function requireSelfHostedFacilitator(
+  s: Settings,
+  when: string,
+): asserts s is Settings & { rpcUrl: string; relayerPrivateKey: `0x${string}` } {
+  const issues = selfHostedFacilitatorIssues(s, when);
+  if (issues.length > 0) throw new SettingsError(issues);
+}
+
+const RULES: SettingsRule[] = [
+  (s) => (s.facilitatorUrl === "local" ? selfHostedFacilitatorIssues(s, "when FACILITATOR_URL=local") : []),
+];
+
+function given(env: Env, name: string): string | undefined {
   const v = env[name];
   return v === undefined || v === "" ? undefined : v;
 }
 
-function int(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = optional(env, name);
-  if (raw === undefined) return fallback;
-  if (!/^\d+$/.test(raw)) throw new SettingsError(name, `a whole number from ${min} to ${max}`, raw);
-  const n = Number(raw);
-  if (n < min || n > max) throw new SettingsError(name, `a whole number from ${min} to ${max}`, raw);
-  return n;
+function byName(name: string): AnyVariable | undefined {
+  return Object.values(VARIABLES as Record<string, AnyVariable>).find((v) => v.name === name);
 }
-
-function address(env: Env, name: string): `0x${string}` | undefined {
-  const raw = optional(env, name);
-  if (raw === undefined) return undefined;
-  if (!isAddress(raw, { strict: false })) throw new SettingsError(name, "a 0x-prefixed 20-byte address", raw);
-  return getAddress(raw);
-}
-
-function url(env: Env, name: string, fallback: string): string {
-  const raw = str(env, name, fallback);
-  try {
-    const u = new URL(raw);
-    if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error();
-  } catch {
-    throw new SettingsError(name, "an http(s) URL", raw);
-  }
-  return raw.replace(/\/+$/, "");
-}
-
-export function loadSettings(env: Env = process.env) {
-  const port = int(env, "PORT", 4021, 0, 65535);
-  const host = str(env, "HOST", "127.0.0.1");
-  const db = str(env, "CIDGATE_DB", "data/cidgate.db");
-  const facilitatorUrl = str(env, "FACILITATOR_URL", "https://x402.org/facilitator");
-  if (facilitatorUrl !== "local") url(env, "FACILITATOR_URL", facilitatorUrl);
-
-  const relayerKey = optional(env, "RELAYER_PRIVATE_KEY");
-  if (relayerKey !== undefined && !(isHex(relayerKey) && relayerKey.length === 66)) {
-    // Never echo a key back, even a malformed one.
-    throw new SettingsError("RELAYER_PRIVATE_KEY", "a 0x-prefixed 32-byte hex private key");
-  }
-  // The in-process facilitator settles on chain itself: it cannot start without both.
-  if (facilitatorUrl === "local" && optional(env, "RPC_URL") === undefined) {
-    throw new SettingsError("RPC_URL", "required when FACILITATOR_URL=local (the chain to settle on)");
-  }
-  if (facilitatorUrl === "local" && relayerKey === undefined) {
-    throw new SettingsError("RELAYER_PRIVATE_KEY", "required when FACILITATOR_URL=local (the key that pays gas)");
-  }
-  const jwtSecret = optional(env, "JWT_SECRET");
-  if (jwtSecret !== undefined && jwtSecret.length < 32) {
-    throw new SettingsError("JWT_SECRET", "at least 32 characters");
-  }
-  const networksRaw = str(env, "FACILITATOR_NETWORKS", "base-sepolia");
-  const facilitatorNetworks = networksRaw.split(",").map((s) => s.trim()).filter(Boolean);
-  for (const n of facilitatorNetworks) {
-    if (n !== "base" && n !== "base-sepolia") {
-      throw new SettingsError("FACILITATOR_NETWORKS", "a comma-separated list of base, base-sepolia", networksRaw);
-    }
-  }
-
-  return {
-    port,
-    host,
-    publicUrl: url(env, "PUBLIC_URL", `http://${host.includes(":") ? `[${host}]` : host}:${port}`),
-    db,
-    /** Where generated state (the JWT secret) lives: beside the database file. */
-    dataDir: str(env, "CIDGATE_DATA_DIR", db === ":memory:" ? "data" : db.replace(/\/?[^/]*$/, "") || "."),
-    configDir: str(env, "CIDGATE_CONFIG_DIR", "config"),
-    contentDir: str(env, "CIDGATE_CONTENT_DIR", "content"),
-    jwtSecret,
-    facilitatorUrl,
-    cdpApiKeyId: optional(env, "CDP_API_KEY_ID"),
-    cdpApiKeySecret: optional(env, "CDP_API_KEY_SECRET"),
-    maxTimeoutSeconds: int(env, "MAX_TIMEOUT_SECONDS", 60, 1, 86400),
-    /** Bound on every call to the facilitator, in ms. */
-    facilitatorTimeoutMs: int(env, "FACILITATOR_TIMEOUT_MS", 30000, 100, 600000),
-    usdcAddressBase: address(env, "USDC_ADDRESS_BASE"),
-    usdcAddressBaseSepolia: address(env, "USDC_ADDRESS_BASE_SEPOLIA"),
-    /** Self-hosted facilitator (FACILITATOR_URL=local or `cidgate facilitator`). */
-    rpcUrl: optional(env, "RPC_URL") === undefined ? undefined : url(env, "RPC_URL", ""),
-    relayerPrivateKey: relayerKey as `0x${string}` | undefined,
-    facilitatorNetworks: facilitatorNetworks as ("base" | "base-sepolia")[],
-    facilitatorPort: int(env, "FACILITATOR_PORT", 4022, 0, 65535),
-    receiptTimeoutSeconds: int(env, "RECEIPT_TIMEOUT_SECONDS", 30, 1, 3600),
-    logLevel: str(env, "LOG_LEVEL", "info"),
-  };
-}
-
-export type Settings = ReturnType<typeof loadSettings>;
 
 /**
- * Settings for a command or the server: on a bad value, prints the one line
- * `<who>: bad setting <VARIABLE>: <allowed>` and returns undefined (the caller exits 2).
+ * The settings, frozen. Throws one SettingsError listing every bad variable;
+ * `rules` are checked after the table's own (e.g. a command that needs RPC_URL).
  */
-export function loadSettingsOrReport(who: string, env: Env = process.env): Settings | undefined {
+export function loadSettings(env: Env = process.env, rules: readonly SettingsRule[] = []): Settings {
+  const lookup: Lookup = (name) => {
+    const d = byName(name)?.default;
+    return given(env, name) ?? (typeof d === "function" ? d(lookup) : d);
+  };
+  const values: Record<string, unknown> = {};
+  const issues: SettingsIssue[] = [];
+  // A derived default (PUBLIC_URL from HOST and PORT) fails mostly because what it is made of
+  // is bad: reported only when nothing else is, so the line points at the real culprit.
+  const derivedIssues: SettingsIssue[] = [];
+  for (const [key, v] of Object.entries(VARIABLES as Record<string, AnyVariable>)) {
+    const raw = lookup(v.name);
+    if (raw === undefined) {
+      values[key] = undefined; // an optional setting left unset: present, as the type says
+      continue;
+    }
+    const value = v.parse(raw);
+    if (value !== undefined) {
+      values[key] = value;
+      continue;
+    }
+    const issue = { variable: v.name, message: v.secret ? v.allows : `${v.allows} (got ${JSON.stringify(raw)})` };
+    (given(env, v.name) === undefined ? derivedIssues : issues).push(issue);
+  }
+  if (issues.length === 0) issues.push(...derivedIssues);
+  for (const rule of [...RULES, ...rules]) {
+    for (const issue of rule(values as Partial<Settings>)) {
+      // A value that failed to parse is already reported; "required" would only repeat it.
+      if (!issues.some((i) => i.variable === issue.variable)) issues.push(issue);
+    }
+  }
+  if (issues.length > 0) throw new SettingsError(issues);
+  return Object.freeze(values) as Settings;
+}
+
+/**
+ * Settings for a command or the server: on bad values, prints one line per
+ * variable, `<who>: bad setting <VARIABLE>: <what it allows> (got "...")`, and
+ * returns undefined (the caller exits 2).
+ */
+export function loadSettingsOrReport(who: string, env: Env = process.env, rules: readonly SettingsRule[] = []): Settings | undefined {
   try {
-    return loadSettings(env);
+    return loadSettings(env, rules);
   } catch (e) {
     if (!(e instanceof SettingsError)) throw e;
-    console.error(`${who}: bad setting ${e.message}`);
+    for (const i of e.issues) console.error(`${who}: bad setting ${i.variable}: ${i.message}`);
     return undefined;
   }
+}
+
+/** The README's settings table, rows only (test/settings.test.ts keeps the README in agreement). */
+export function settingsTableRows(): string {
+  return Object.values(VARIABLES as Record<string, AnyVariable>)
+    .map((v) => `| \`${v.name}\` | ${v.defaultDoc ?? `\`${v.default}\``} | ${v.doc} |`)
+    .join("\n");
 }

@@ -48,6 +48,17 @@ test("a bad setting stops start-up with one line naming the variable", async () 
   expect(stderr.trim()).toBe('cidgate: bad setting PORT: a whole number from 0 to 65535 (got "eighty")');
 });
 
+test("several bad settings, LOG_LEVEL among them: one line each, all at once, no stack", async () => {
+  const proc = start({ PORT: "eighty", LOG_LEVEL: "verbose", RELAYER_PRIVATE_KEY: "0xsecret", CIDGATE_DB: ":memory:" });
+  const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+  expect(code).toBe(2);
+  expect(stderr.trim().split("\n")).toEqual([
+    'cidgate: bad setting PORT: a whole number from 0 to 65535 (got "eighty")',
+    "cidgate: bad setting RELAYER_PRIVATE_KEY: a 0x-prefixed 32-byte hex private key",
+    'cidgate: bad setting LOG_LEVEL: one of fatal, error, warn, info, debug, trace, silent (got "verbose")',
+  ]);
+});
+
 test("start-up prints where it listens, the database and how to make a token; SIGTERM exits 0", async () => {
   mkdirSync(join(dir, "config"));
   mkdirSync(join(dir, "content"));

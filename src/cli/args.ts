@@ -1,10 +1,12 @@
 /**
- * Option parsing shared by the `cidgate` subcommands, on node:util's parseArgs.
- * It runs non-strict and checks the tokens itself so that each command keeps
- * its own messages: a string option takes the next argument whatever it looks
- * like, a missing value reads as "" (the command says what is wrong with it),
- * and the first thing undeclared, or a flag given a value, comes back as
- * `unknown`, spelled as typed, for the command's "unknown option" line.
+ * Option parsing for the `cidgate` commands, on node:util's parseArgs; the
+ * command helper (command.ts) turns what it finds into one-line errors.
+ * It runs non-strict and checks the tokens itself so that the messages are
+ * ours: a string option takes the next argument whatever it looks like, a
+ * missing value reads as "" (the helper refuses it by name), the first thing
+ * undeclared, or a flag given a value, comes back as `unknown`, spelled as
+ * typed, and the first option given twice as `repeated` (the last one never
+ * silently wins).
  */
 import { parseArgs } from "node:util";
 
@@ -17,6 +19,8 @@ export interface ParsedArgs<S extends OptionSpec> {
   positionals: string[];
   /** The first undeclared option (or flag given a value), as typed. */
   unknown?: string;
+  /** The first declared option given more than once, as `--name`. */
+  repeated?: string;
 }
 
 export function parseOptions<S extends OptionSpec>(args: string[], spec: S): ParsedArgs<S> {
@@ -25,12 +29,14 @@ export function parseOptions<S extends OptionSpec>(args: string[], spec: S): Par
   const values: Record<string, string | boolean> = {};
   const positionals: string[] = [];
   let unknown: string | undefined;
+  let repeated: string | undefined;
   for (const token of tokens) {
     if (token.kind === "positional") positionals.push(token.value);
     if (token.kind !== "option") continue;
-    const type = spec[token.name];
+    const type = Object.hasOwn(spec, token.name) ? spec[token.name] : undefined;
     if (type === undefined || (type === "boolean" && token.value !== undefined)) unknown ??= args[token.index];
+    else if (Object.hasOwn(values, token.name)) repeated ??= `--${token.name}`;
     else values[token.name] = type === "boolean" ? true : (token.value ?? "");
   }
-  return { values: values as OptionValues<S>, positionals, unknown };
+  return { values: values as OptionValues<S>, positionals, unknown, repeated };
 }

@@ -10,53 +10,42 @@ import { listContent } from "../content/store";
 import { openDb } from "../db/client";
 import { formatProblem, loadPricing } from "../pricing/load";
 import { loadSettingsOrReport } from "../settings";
-import { parseOptions } from "./args";
+import { defineCommand } from "./command";
 
-const USAGE = `usage: cidgate config check [dir] [--content <dir>]
-  dir        pricing folder (default: CIDGATE_CONFIG_DIR or ./config)
-  --content  content folder that files: entries match (default: CIDGATE_CONTENT_DIR or ./content)`;
+export const command = defineCommand({
+  name: "config check",
+  summary: "validate the pricing files as the server would (exit 1 with every problem)",
+  arguments: [{ name: "dir", optional: true, description: "pricing folder (default: CIDGATE_CONFIG_DIR, or ./config)" }],
+  options: {
+    content: {
+      type: "string",
+      value: "<dir>",
+      description: "content folder that files: entries match (default: CIDGATE_CONTENT_DIR, or ./content)",
+    },
+  },
+  async run({ values, positionals, who }) {
+    const settings = loadSettingsOrReport(who);
+    if (!settings) return 2;
+    const configDir = positionals[0] ?? settings.configDir;
+    const contentDir = values.content ?? settings.contentDir;
 
-export async function run(args: string[]): Promise<number> {
-  const [sub, ...rest] = args;
-  if (sub === undefined || sub === "help" || sub === "--help" || rest.includes("--help")) {
-    console.log(USAGE);
-    return sub === undefined ? 2 : 0;
-  }
-  if (sub !== "check") {
-    console.error(USAGE);
-    return 2;
-  }
-  const { values, positionals: positional, unknown } = parseOptions(rest, { content: "string" });
-  if (unknown !== undefined) {
-    console.error(`cidgate config: unknown option ${unknown}\n${USAGE}`);
-    return 2;
-  }
-  const contentOverride = values.content;
-  if (positional.length > 1 || contentOverride === "") {
-    console.error(USAGE);
-    return 2;
-  }
-  const settings = loadSettingsOrReport("cidgate config");
-  if (!settings) return 2;
-  const configDir = positional[0] ?? settings.configDir;
-  const contentDir = contentOverride ?? settings.contentDir;
+    // A throwaway index: hashing here never touches the server's database.
+    const db = openDb(":memory:");
+    const indexed = await indexContent(db, contentDir);
+    for (const e of indexed.errors) console.error(`${contentDir}/${e.path}: unreadable: ${e.message}`);
+    const loaded = loadPricing({ configDir, settings, env: process.env, content: listContent(db) });
+    db.sqlite.close();
 
-  // A throwaway index: hashing here never touches the server's database.
-  const db = openDb(":memory:");
-  const indexed = await indexContent(db, contentDir);
-  for (const e of indexed.errors) console.error(`${contentDir}/${e.path}: unreadable: ${e.message}`);
-  const loaded = loadPricing({ configDir, settings, env: process.env, content: listContent(db) });
-  db.sqlite.close();
-
-  for (const w of loaded.warnings) console.error(`warning: ${formatProblem(w)}`);
-  for (const e of loaded.errors) console.error(formatProblem(e));
-  if (loaded.errors.length > 0) {
-    console.error(`cidgate config: ${loaded.errors.length} error(s) in ${configDir}; nothing would be applied`);
-    return 1;
-  }
-  const cids = loaded.instructions.reduce((n, i) => n + i.cids.length, 0);
-  console.log(
-    `${configDir}: OK — ${loaded.files.length} file(s), ${loaded.instructions.length} instruction(s), ${cids} CID(s)`,
-  );
-  return 0;
-}
+    for (const w of loaded.warnings) console.error(`warning: ${formatProblem(w)}`);
+    for (const e of loaded.errors) console.error(formatProblem(e));
+    if (loaded.errors.length > 0) {
+      console.error(`${who}: ${loaded.errors.length} error(s) in ${configDir}; nothing would be applied`);
+      return 1;
+    }
+    const cids = loaded.instructions.reduce((n, i) => n + i.cids.length, 0);
+    console.log(
+      `${configDir}: OK — ${loaded.files.length} file(s), ${loaded.instructions.length} instruction(s), ${cids} CID(s)`,
+    );
+    return 0;
+  },
+});

@@ -8,90 +8,83 @@
 import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { startDevnet } from "../chain/devnet";
-import { parseOptions } from "./args";
-
-const USAGE = `usage: cidgate devnet [--out data/devnet.json] [--port 8545] [--buyers 3] [--usdc 1000]
-  --out     where to write the devnet's JSON (RPC URL, chain id, token, keys); default data/devnet.json
-  --port    RPC port on 127.0.0.1 (0: any free port); default 8545
-  --buyers  funded buyer accounts; default 3
-  --usdc    test USDC per buyer, in whole USDC; default 1000`;
+import { defineCommand, UsageError } from "./command";
 
 function wholeNumber(raw: string | undefined, name: string, fallback: number, max: number): number {
   if (raw === undefined) return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) > max) throw new Error(`--${name}: a whole number up to ${max} (got "${raw}")`);
+  if (!/^\d+$/.test(raw) || Number(raw) > max) throw new UsageError(`--${name}: a whole number up to ${max} (got "${raw}")`);
   return Number(raw);
 }
 
-export async function run(args: string[]): Promise<number> {
-  if (args.includes("--help") || args[0] === "help") {
-    console.log(USAGE);
-    return 0;
-  }
-  const parsed = parseOptions(args, { out: "string", port: "string", buyers: "string", usdc: "string" });
-  if (parsed.unknown !== undefined) {
-    console.error(`cidgate devnet: unknown option ${parsed.unknown}\n${USAGE}`);
-    return 2;
-  }
-  const { values } = parsed;
-  let out: string, port: number, buyers: number, usdc: number;
-  try {
-    out = values.out || "data/devnet.json";
-    port = wholeNumber(values.port, "port", 8545, 65535);
-    buyers = wholeNumber(values.buyers, "buyers", 3, 100);
-    usdc = wholeNumber(values.usdc, "usdc", 1000, 1_000_000_000);
-  } catch (e) {
-    console.error(`cidgate devnet: ${(e as Error).message}\n${USAGE}`);
-    return 2;
-  }
+export const command = defineCommand({
+  name: "devnet",
+  summary: "run a local chain (anvil) with test USDC and funded buyers, for trying payments offline",
+  options: {
+    out: {
+      type: "string",
+      value: "<file>",
+      description: "where to write the devnet's JSON (RPC URL, chain id, token, keys); default data/devnet.json",
+    },
+    port: { type: "string", value: "<port>", description: "RPC port on 127.0.0.1 (0: any free port); default 8545" },
+    buyers: { type: "string", value: "<n>", description: "funded buyer accounts; default 3" },
+    usdc: { type: "string", value: "<n>", description: "test USDC per buyer, in whole USDC; default 1000" },
+  },
+  notes: "Ctrl-C stops the chain and removes the JSON file.",
+  async run({ values, who }) {
+    const out = values.out ?? "data/devnet.json";
+    const port = wholeNumber(values.port, "port", 8545, 65535);
+    const buyers = wholeNumber(values.buyers, "buyers", 3, 100);
+    const usdc = wholeNumber(values.usdc, "usdc", 1000, 1_000_000_000);
 
-  let devnet;
-  try {
-    devnet = await startDevnet({ port, buyers, buyerUsdc: BigInt(usdc) * 1_000_000n });
-  } catch (e) {
-    console.error(`cidgate devnet: ${(e as Error).message}${port ? ` (is port ${port} taken? try --port 0)` : ""}`);
-    return 1;
-  }
+    let devnet;
+    try {
+      devnet = await startDevnet({ port, buyers, buyerUsdc: BigInt(usdc) * 1_000_000n });
+    } catch (e) {
+      console.error(`${who}: ${(e as Error).message}${port ? ` (is port ${port} taken? try --port 0)` : ""}`);
+      return 1;
+    }
 
-  const description = {
-    rpcUrl: devnet.rpcUrl,
-    chainId: devnet.chainId,
-    network: "base-sepolia",
-    token: devnet.token,
-    buyers: devnet.buyers,
-    relayer: devnet.relayer,
-    seller: { address: devnet.seller.address },
-    /** anvil's process id, for scripts that check it is gone. */
-    pid: devnet.pid,
-  };
-  mkdirSync(dirname(out) || ".", { recursive: true });
-  // Written whole then renamed: a script polling for the file never reads half of it.
-  writeFileSync(`${out}.tmp`, `${JSON.stringify(description, null, 2)}\n`, { mode: 0o600 });
-  renameSync(`${out}.tmp`, out);
-
-  console.log(`devnet: anvil on ${devnet.rpcUrl}, chain id ${devnet.chainId} (base-sepolia)`);
-  console.log(`token:  USDC (EIP-3009, 6 decimals) at ${devnet.token}`);
-  devnet.buyers.forEach((b, i) => console.log(`buyer ${i}: ${b.address} (${usdc} USDC) key ${b.privateKey}`));
-  console.log(`seller:  ${devnet.seller.address}`);
-  console.log(`relayer: ${devnet.relayer.address} key ${devnet.relayer.privateKey}`);
-  console.log(`wrote ${out}`);
-  console.log(`\nfor cidgate (.env):\nFACILITATOR_URL=local\nRPC_URL=${devnet.rpcUrl}\nRELAYER_PRIVATE_KEY=${devnet.relayer.privateKey}\nUSDC_ADDRESS_BASE_SEPOLIA=${devnet.token}\n`);
-  console.log("Ctrl-C stops the chain.");
-
-  // Nothing else holds the event loop open (anvil's handle is unref'd on purpose).
-  const keepAlive = setInterval(() => {}, 1 << 30);
-  return new Promise<number>((resolve) => {
-    let stopping = false;
-    const stop = async (signal: string) => {
-      if (stopping) return;
-      stopping = true;
-      console.log(`\ndevnet: ${signal}, stopping anvil`);
-      clearInterval(keepAlive);
-      await devnet.stop();
-      rmSync(out, { force: true });
-      resolve(0);
+    const description = {
+      rpcUrl: devnet.rpcUrl,
+      chainId: devnet.chainId,
+      network: "base-sepolia",
+      token: devnet.token,
+      buyers: devnet.buyers,
+      relayer: devnet.relayer,
+      seller: { address: devnet.seller.address },
+      /** anvil's process id, for scripts that check it is gone. */
+      pid: devnet.pid,
     };
-    process.on("SIGINT", () => void stop("SIGINT"));
-    process.on("SIGTERM", () => void stop("SIGTERM"));
-    process.on("SIGHUP", () => void stop("SIGHUP"));
-  });
-}
+    mkdirSync(dirname(out) || ".", { recursive: true });
+    // Written whole then renamed: a script polling for the file never reads half of it.
+    writeFileSync(`${out}.tmp`, `${JSON.stringify(description, null, 2)}\n`, { mode: 0o600 });
+    renameSync(`${out}.tmp`, out);
+
+    console.log(`devnet: anvil on ${devnet.rpcUrl}, chain id ${devnet.chainId} (base-sepolia)`);
+    console.log(`token:  USDC (EIP-3009, 6 decimals) at ${devnet.token}`);
+    devnet.buyers.forEach((b, i) => console.log(`buyer ${i}: ${b.address} (${usdc} USDC) key ${b.privateKey}`));
+    console.log(`seller:  ${devnet.seller.address}`);
+    console.log(`relayer: ${devnet.relayer.address} key ${devnet.relayer.privateKey}`);
+    console.log(`wrote ${out}`);
+    console.log(`\nfor cidgate (.env):\nFACILITATOR_URL=local\nRPC_URL=${devnet.rpcUrl}\nRELAYER_PRIVATE_KEY=${devnet.relayer.privateKey}\nUSDC_ADDRESS_BASE_SEPOLIA=${devnet.token}\n`);
+    console.log("Ctrl-C stops the chain.");
+
+    // Nothing else holds the event loop open (anvil's handle is unref'd on purpose).
+    const keepAlive = setInterval(() => {}, 1 << 30);
+    return new Promise<number>((resolve) => {
+      let stopping = false;
+      const stop = async (signal: string) => {
+        if (stopping) return;
+        stopping = true;
+        console.log(`\ndevnet: ${signal}, stopping anvil`);
+        clearInterval(keepAlive);
+        await devnet.stop();
+        rmSync(out, { force: true });
+        resolve(0);
+      };
+      process.on("SIGINT", () => void stop("SIGINT"));
+      process.on("SIGTERM", () => void stop("SIGTERM"));
+      process.on("SIGHUP", () => void stop("SIGHUP"));
+    });
+  },
+});

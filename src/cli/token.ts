@@ -7,47 +7,46 @@
 import { jwtSecretPath, resolveJwtSecret } from "../http/jwt-secret";
 import { createToken, parseScopes, parseTtl } from "../http/token";
 import { loadSettingsOrReport } from "../settings";
-import { parseOptions } from "./args";
+import { defineCommand, UsageError } from "./command";
 
-const USAGE = `usage: cidgate token create [--scope read,write] [--ttl 30d]
-  --scope  comma-separated scopes: read (GET), write (POST/PATCH/PUT/DELETE); default read,write
-  --ttl    lifetime: 3600, 90s, 15m, 12h, 30d, 2w (at most 10 years); default 30d`;
+export const command = defineCommand({
+  name: "token create",
+  summary: "print a management token for the API (only the token on stdout)",
+  options: {
+    scope: {
+      type: "string",
+      value: "<scopes>",
+      description: "read (GETs), write (the rest) or both as one list, read,write; default read,write",
+    },
+    ttl: {
+      type: "string",
+      value: "<time>",
+      description: "lifetime with its unit: 90s, 15m, 12h, 30d, 2w (at most 10 years); default 30d",
+    },
+  },
+  notes: "Signed with JWT_SECRET, or with the secret generated once into the data folder.",
+  async run({ values, who }) {
+    const scopeText = values.scope ?? "read,write";
+    const scopes = parseScopes(scopeText);
+    if (!scopes) throw new UsageError(`--scope must be read, write or read,write (got "${scopeText}")`);
+    const ttlText = values.ttl ?? "30d";
+    const ttlSeconds = parseTtl(ttlText);
+    if (ttlSeconds === undefined) {
+      throw new UsageError(
+        /^\s*\d+\s*$/.test(ttlText)
+          ? `--ttl needs a unit: s, m, h, d or w, as in ${ttlText.trim()}s or ${ttlText.trim()}d (got "${ttlText}")`
+          : `--ttl must look like 90s, 15m, 12h, 30d or 2w, at most 10 years (got "${ttlText}")`,
+      );
+    }
 
-export async function run(args: string[]): Promise<number> {
-  const [sub, ...rest] = args;
-  if (sub === undefined || sub === "help" || sub === "--help" || rest.includes("--help")) {
-    console.log(USAGE);
+    const settings = loadSettingsOrReport(who);
+    if (!settings) return 2;
+    const secret = resolveJwtSecret(settings);
+    const token = await createToken(secret, { scopes, ttlSeconds });
+    const expires = new Date((Math.floor(Date.now() / 1000) + ttlSeconds) * 1000).toISOString();
+    const from = settings.jwtSecret !== undefined ? "JWT_SECRET" : jwtSecretPath(settings);
+    console.error(`scopes: ${scopes.join(",")}; expires ${expires}; signed with ${from}`);
+    console.log(token);
     return 0;
-  }
-  if (sub !== "create") {
-    console.error(USAGE);
-    return 2;
-  }
-  const parsed = parseOptions(rest, { scope: "string", ttl: "string" });
-  if (parsed.unknown !== undefined) {
-    console.error(`cidgate token: unknown option ${parsed.unknown}\n${USAGE}`);
-    return 2;
-  }
-  const scopeText = parsed.values.scope ?? "read,write";
-  const scopes = parseScopes(scopeText);
-  if (!scopes) {
-    console.error(`cidgate token: --scope must be read, write or read,write (got "${scopeText}")`);
-    return 2;
-  }
-  const ttlText = parsed.values.ttl ?? "30d";
-  const ttlSeconds = parseTtl(ttlText);
-  if (ttlSeconds === undefined) {
-    console.error(`cidgate token: --ttl must look like 3600, 15m, 12h or 30d, at most 10 years (got "${ttlText}")`);
-    return 2;
-  }
-
-  const settings = loadSettingsOrReport("cidgate");
-  if (!settings) return 2;
-  const secret = resolveJwtSecret(settings);
-  const token = await createToken(secret, { scopes, ttlSeconds });
-  const expires = new Date((Math.floor(Date.now() / 1000) + ttlSeconds) * 1000).toISOString();
-  const from = settings.jwtSecret !== undefined ? "JWT_SECRET" : jwtSecretPath(settings);
-  console.error(`scopes: ${scopes.join(",")}; expires ${expires}; signed with ${from}`);
-  console.log(token);
-  return 0;
-}
+  },
+});

@@ -4,7 +4,7 @@
  * third party); any URL is an x402 facilitator reached over HTTP (x402.org,
  * Coinbase CDP with CDP_API_KEY_ID/SECRET, or `cidgate facilitator`).
  */
-import { SettingsError, type Settings } from "../settings";
+import { requireSelfHostedFacilitator, type Settings } from "../settings";
 import { createHttpFacilitator } from "./client";
 import { createLocalFacilitator } from "./local";
 import type { SettlementLog } from "./chain-settler";
@@ -14,8 +14,7 @@ import type { Facilitator } from "./types";
 export function createFacilitator(settings: Settings, log?: SettlementLog): Facilitator {
   if (settings.facilitatorUrl === "local") {
     // loadSettings already insists on both; checked again for callers that build Settings by hand.
-    if (!settings.rpcUrl) throw new SettingsError("RPC_URL", "required when FACILITATOR_URL=local");
-    if (!settings.relayerPrivateKey) throw new SettingsError("RELAYER_PRIVATE_KEY", "required when FACILITATOR_URL=local");
+    requireSelfHostedFacilitator(settings, "when FACILITATOR_URL=local");
     return createLocalFacilitator({
       rpcUrl: settings.rpcUrl,
       relayerPrivateKey: settings.relayerPrivateKey,

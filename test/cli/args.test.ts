@@ -22,3 +22,16 @@ describe("parseOptions (the CLI's shared option parsing)", () => {
     expect(parseOptions(["--", "--sope"], spec)).toEqual({ values: {}, positionals: ["--sope"], unknown: undefined });
   });
 });
+
+describe("parseOptions: repeats", () => {
+  test("an option given twice is reported, and the first value kept, never silently the last", () => {
+    expect(parseOptions(["--scope", "read", "--scope=write"], spec)).toMatchObject({ values: { scope: "read" }, repeated: "--scope" });
+    expect(parseOptions(["--force", "--force"], spec).repeated).toBe("--force");
+    expect(parseOptions(["--scope", "read"], spec).repeated).toBeUndefined();
+  });
+
+  test("names of Object.prototype are unknown options, not declared ones", () => {
+    expect(parseOptions(["--constructor"], spec).unknown).toBe("--constructor");
+    expect(parseOptions(["--toString=x"], spec).unknown).toBe("--toString=x");
+  });
+});

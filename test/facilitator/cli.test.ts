@@ -75,5 +75,9 @@ test("`cidgate devnet` writes its JSON, `cidgate facilitator --devnet` serves on
 test("`cidgate facilitator` without RPC_URL names the missing setting", async () => {
   const p = cidgate(["facilitator"], { RPC_URL: "", RELAYER_PRIVATE_KEY: "", FACILITATOR_URL: "" });
   expect(await p.exited).toBe(2);
-  expect(await new Response(p.stderr as ReadableStream).text()).toContain("RPC_URL");
+  // Both missing settings at once, one line each.
+  expect(await new Response(p.stderr as ReadableStream).text()).toBe(
+    "cidgate facilitator: bad setting RPC_URL: required by `cidgate facilitator` (the chain to settle on)\n" +
+      "cidgate facilitator: bad setting RELAYER_PRIVATE_KEY: required by `cidgate facilitator` (the key that pays gas)\n",
+  );
 });

@@ -142,7 +142,9 @@ describe("checkToken", () => {
     expect(parseTtl("30d")).toBe(30 * 86400);
     expect(parseTtl("12h")).toBe(43200);
     expect(parseTtl("15m")).toBe(900);
-    expect(parseTtl("90")).toBe(90);
+    expect(parseTtl("90s")).toBe(90);
+    expect(parseTtl("2w")).toBe(14 * 86400);
+    expect(parseTtl("90")).toBeUndefined(); // a bare number: which unit?
     expect(parseTtl("0")).toBeUndefined();
     expect(parseTtl("1y")).toBeUndefined();
     expect(parseTtl("99999d")).toBeUndefined();

@@ -49,6 +49,8 @@ describe("cidgate token create", () => {
       ["token", "create", "--scope", "admin"],
       ["token", "create", "--ttl", "forever"],
       ["token", "create", "--ttl", "0"],
+      ["token", "create", "--ttl", "30"], // a bare number: which unit?
+      ["token", "create", "--scope", "read", "--scope", "write"],
       ["token", "create", "--sope", "read"],
       ["token", "mint"],
     ]) {
