@@ -9,6 +9,7 @@ import type { Facilitator } from "./facilitator/types";
 import { errors } from "./http/errors";
 import type { Logger } from "./http/logging";
 import type { Settings } from "./settings";
+import { createStores, type Stores } from "./stores";
 import { instructionsModule } from "./instructions/routes";
 import { paymentsModule } from "./ledger/routes";
 import { configModule } from "./pricing/routes";
@@ -25,15 +26,19 @@ export interface AppDeps {
   pricing?: import("./pricing/service").Pricing;
   /** The gateway instance, when the server also routes to it directly (src/index.ts); else one is made. */
   gateway?: import("./gateway/routes").Gateway;
+  /** The stores over `db`, when the caller writes through them too (src/index.ts, tests); else made here. */
+  stores?: Stores;
 }
 
 export function createApp(deps: AppDeps) {
+  // One set per app: the management API and the gateway's catalog must share one change signal.
+  const stores = deps.stores ?? createStores(deps.db, deps.settings);
   return new Elysia()
     .use(errors)
-    .use(instructionsModule(deps))
+    .use(instructionsModule({ store: stores.instructions, settings: deps.settings, jwtSecret: deps.jwtSecret }))
     .use(paymentsModule(deps))
     .use(configModule(deps))
-    .use(gatewayModule(deps));
+    .use(gatewayModule({ ...deps, stores }));
 }
 
 export type App = ReturnType<typeof createApp>;

@@ -10,6 +10,7 @@ import { createLogger, withRequestLog } from "./http/logging";
 import { preparePricing } from "./pricing/boot";
 import { startWatchers } from "./pricing/watch";
 import { loadSettingsOrReport } from "./settings";
+import { createStores } from "./stores";
 
 const settings = loadSettingsOrReport("cidgate") ?? process.exit(2);
 
@@ -17,11 +18,13 @@ const log = createLogger(settings.logLevel);
 const db = openDb(settings.db);
 const jwtSecret = resolveJwtSecret(settings); // JWT_SECRET, or one generated once into the data folder (0600)
 const facilitator = createFacilitator(settings, log);
+// One set of stores (and one catalog change signal) shared by pricing, the gateway and the API.
+const stores = createStores(db, settings);
 // Index content/ and reconcile config/ before the first request, so the first answer is already right.
-const pricing = await preparePricing({ db, settings, log });
+const pricing = await preparePricing({ ...stores, settings, log });
 
-const gateway = createGateway({ settings, db, log, facilitator });
-const app = createApp({ settings, db, log, jwtSecret, facilitator, pricing, gateway });
+const gateway = createGateway({ settings, db, log, facilitator, stores });
+const app = createApp({ settings, db, log, jwtSecret, facilitator, pricing, gateway, stores });
 // Served through the request-log wrapper (one line per request, X-Request-Id), not app.listen;
 // the gateway's routes go straight to it through Bun's router, everything else through the app.
 // The JSON body check answers 413 itself at 1 MiB in the error shape; Bun's own limit (an
@@ -39,7 +42,7 @@ const server = Bun.serve({
 console.log(`cidgate listening on http://${settings.host}:${server.port} (public URL ${settings.publicUrl})`);
 console.log(`database: ${settings.db}`);
 console.log(`make a management token: npx cidgate token create --scope read,write --ttl 30d`);
-const watchers = startWatchers({ db, settings, pricing, log });
+const watchers = startWatchers({ content: stores.content, settings, pricing, log });
 
 let stopping = false;
 async function shutdown(signal: string) {

@@ -7,10 +7,10 @@
  */
 import { getAddress } from "viem";
 import { NETWORKS, type NetworkName } from "../chain/networks";
-import type { getInstructionForCid } from "../instructions/service";
+import type { InstructionRecord } from "../instructions/store";
 
-/** An instruction as the instructions service hands it out. */
-export type Instruction = NonNullable<Awaited<ReturnType<typeof getInstructionForCid>>>;
+/** An instruction as the instruction store hands it out. */
+export type Instruction = InstructionRecord;
 /** One stored payment requirement (canonical network, checksummed addresses). */
 export type StoredRequirement = Instruction["requirements"][number];
 

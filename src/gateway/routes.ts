@@ -10,6 +10,7 @@ import type { AppDeps } from "../app";
 import { parseCid } from "../content/cid";
 import { errorBody } from "../http/errors";
 import { findPaymentByProof } from "../ledger/service";
+import type { Stores } from "../stores";
 import { createCatalog, type PricedContent } from "./catalog";
 import { paymentLookup } from "./chain-lookup";
 import { type DecodedProof, decodeProof, matchAndCheck, type ProofRejection, Reasons } from "./proof";
@@ -135,8 +136,8 @@ async function fileIsIndexed(item: PricedContent): Promise<boolean> {
  * Bun.serve's own router (`gatewayRoutes`), the 402 path being the hot one.
  * One instance per app, so both routes share one catalog and one settler.
  */
-export function createGateway(deps: Pick<AppDeps, "db" | "settings" | "facilitator" | "log">) {
-  const catalog = createCatalog(deps.db, deps.settings);
+export function createGateway(deps: Pick<AppDeps, "db" | "settings" | "facilitator" | "log"> & { stores: Stores }) {
+  const catalog = createCatalog(deps.db, deps.stores, deps.settings);
   const settler = createSettler({
     db: deps.db,
     facilitator: deps.facilitator,
@@ -220,7 +221,7 @@ export type Gateway = ReturnType<typeof createGateway>;
 
 const preflight = () => new Response(null, { status: 204, headers: PREFLIGHT_HEADERS });
 
-export function gatewayModule(deps: AppDeps) {
+export function gatewayModule(deps: AppDeps & { stores: Stores }) {
   const gateway = deps.gateway ?? createGateway(deps);
   return new Elysia({ name: "gateway", prefix: "/x402" })
     .get("/cid/:cid", ({ request, params }) => gateway.handle(request, params.cid, false))

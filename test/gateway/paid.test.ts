@@ -144,11 +144,10 @@ describe("paying on the local chain", () => {
 
 describe("a price change after payment", () => {
   test("a paid proof still serves its CID; new proofs must pay the new price", async () => {
-    const { updateInstruction, getInstruction } = await import("../../src/instructions/service");
     const p = await proof(0, 1);
     expect((await fetch(url("third.txt"), { headers: { "X-PAYMENT": p.header } })).status).toBe(200);
-    const current = getInstruction(stack.db, stack.instruction.id);
-    updateInstruction(stack.db, current.id, { requirements: [{ ...current.requirements[0], amount: "20000" }] });
+    const current = stack.stores.instructions.get(stack.instruction.id);
+    stack.stores.instructions.update(current.id, { requirements: [{ ...current.requirements[0], amount: "20000" }] });
     try {
       const again = await fetch(url("third.txt"), { headers: { "X-PAYMENT": p.header } });
       expect(again.status).toBe(200);
@@ -157,7 +156,7 @@ describe("a price change after payment", () => {
       expect(cheap.status).toBe(403);
       expect(((await cheap.json()) as any).reason).toBe("invalid_exact_evm_payload_authorization_value");
     } finally {
-      updateInstruction(stack.db, current.id, { requirements: current.requirements });
+      stack.stores.instructions.update(current.id, { requirements: current.requirements });
     }
   });
 });

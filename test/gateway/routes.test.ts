@@ -131,11 +131,10 @@ describe("402", () => {
 
   test("a price change shows in the next 402 (no stale cache)", async () => {
     const { app } = appWith({} as Facilitator);
-    const { updateInstruction, getInstructionForCid } = await import("../../src/instructions/service");
     const cid = (await addContent(f, { "changing.txt": "price moves" }))["changing.txt"];
     const instr = price(f, cid, [{ payTo: seller, amount: "10000", asset: TOKEN }], "changing");
     expect(((await (await app.handle(req(`/x402/cid/${cid}`))).json()) as any).accepts[0].maxAmountRequired).toBe("10000");
-    updateInstruction(f.db, instr.id, { requirements: [{ ...getInstructionForCid(f.db, cid)!.requirements[0], amount: "20000" }] });
+    f.stores.instructions.update(instr.id, { requirements: [{ ...f.stores.instructions.forCid(cid)!.requirements[0], amount: "20000" }] });
     expect(((await (await app.handle(req(`/x402/cid/${cid}`))).json()) as any).accepts[0].maxAmountRequired).toBe("20000");
   });
 

@@ -90,7 +90,7 @@ const mine = () => rpc().request({ method: "evm_mine" as any, params: [] as any 
 
 /** The same app without RPC_URL: unconfirmed settlements are resolved by the facilitator alone. */
 const appWithoutRpc = () =>
-  createApp({ settings: { ...stack.settings, rpcUrl: undefined }, db: stack.db, log: createLogger("silent"), jwtSecret: STACK_JWT_SECRET, facilitator: stack.facilitator });
+  createApp({ settings: { ...stack.settings, rpcUrl: undefined }, db: stack.db, stores: stack.stores, log: createLogger("silent"), jwtSecret: STACK_JWT_SECRET, facilitator: stack.facilitator });
 
 describe("the settle answer is lost after the transaction went out", () => {
   test("500 first; the same proof again gets the file, with the real transaction, charged once", async () => {

@@ -41,8 +41,8 @@ beforeAll(async () => {
   ({ "a.txt": cid } = await addContent(f, { "a.txt": "paid words\n" }));
   price(f, cid, [{ payTo: newAccount().address, amount: "10000" }]);
   const log = createLogger("info", out.destination);
-  const gateway = createGateway({ settings: f.settings, db: f.db, log, facilitator: unusedFacilitator });
-  const app = createApp({ settings: f.settings, db: f.db, log, jwtSecret: JWT_SECRET, facilitator: unusedFacilitator, gateway });
+  const gateway = createGateway({ settings: f.settings, db: f.db, stores: f.stores, log, facilitator: unusedFacilitator });
+  const app = createApp({ settings: f.settings, db: f.db, stores: f.stores, log, jwtSecret: JWT_SECRET, facilitator: unusedFacilitator, gateway });
   server = Bun.serve({
     port: 0,
     hostname: "127.0.0.1",
