@@ -10,7 +10,6 @@
  */
 import { createHash } from "node:crypto";
 import { type DocumentDecoration, Elysia } from "elysia";
-import type { AppDeps } from "../app";
 import { ApiError } from "./errors";
 import { checkToken, type Scope, type TokenJwt, tokenPlugin } from "./token";
 
@@ -48,7 +47,8 @@ async function authorize(authorization: string | null, jwt: TokenJwt, needed: Sc
  */
 const bearerDetail = { security: [{ bearer: [] }] } as unknown as DocumentDecoration;
 
-export function auth(deps: Pick<AppDeps, "jwtSecret">) {
+/** `deps.jwtSecret`: the HS256 secret of management tokens (a plain field, so modules need not import app.ts). */
+export function auth(deps: { jwtSecret: string }) {
   const secret = deps.jwtSecret;
   // Seeded by a fingerprint (never the secret itself) so two apps with different
   // secrets in one process (tests) do not share one deduplicated plugin.
