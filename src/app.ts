@@ -26,7 +26,11 @@ export interface AppDeps {
   pricing?: import("./pricing/service").Pricing;
   /** The gateway instance, when the server also routes to it directly (src/index.ts); else one is made. */
   gateway?: import("./gateway/routes").Gateway;
-  /** The stores over `db`, when the caller writes through them too (src/index.ts, tests); else made here. */
+  /**
+   * The stores over `db`, when the caller writes through them too (src/index.ts, tests); else made
+   * here. Give them whenever `gateway` is given: the gateway's catalog sees only writes that bump
+   * the signal of the stores it was made with.
+   */
   stores?: Stores;
 }
 
