@@ -1,7 +1,7 @@
 /**
  * The management API, wire-compatible with Pinata's x402 payment-instructions
  * API (the `pinata` SDK works against it by changing its endpoint URL).
- * The instance is the controller: validate, call the service, shape the answer.
+ * The instance is the controller: validate, call the store, shape the answer.
  */
 import { Elysia } from "elysia";
 import { auth } from "../http/auth";
@@ -9,6 +9,7 @@ import { jsonBody } from "../http/body";
 import { invalidInput } from "../http/errors";
 import { parseLimit } from "../http/limit";
 import { openapiDocs } from "../http/openapi";
+import type { Settings } from "../settings";
 import {
   CidAssociationResponse,
   CidListResponse,
@@ -27,7 +28,6 @@ import {
   UpdateInstructionBody,
 } from "./model";
 import { normalizeRequirements } from "./requirements";
-import type { Settings } from "../settings";
 import type { InstructionRecord, InstructionStore } from "./store";
 
 export const INSTRUCTIONS_PREFIX = "/v3/x402/payment_instructions";
