@@ -9,7 +9,7 @@
  * - one change: one instruction's price edited in one file (re-parse that file, update one row);
  * - no change: a reload with nothing changed, which must write nothing (total_changes() unmoved).
  * Targets (issue 5): cold < 2 s, one change < 200 ms.
- * Also: the cost of lookupContent (cid -> file), which the gateway calls on every request,
+ * Also: the cost of the content store's lookup (cid -> file), which the gateway calls on every cache miss,
  * and how fast the indexer hashes a new 100 MiB file (once per change, never per request).
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -20,10 +20,12 @@ import * as raw from "multiformats/codecs/raw";
 import { sha256 } from "multiformats/hashes/sha2";
 import { randomBytes } from "node:crypto";
 import { cidOfFile } from "../src/content/cid";
-import { lookupContent } from "../src/content/store";
+import { createContentStore } from "../src/content/store";
+import { createCatalogChanges } from "../src/db/changes";
 import { openDb } from "../src/db/client";
 import { createPricing } from "../src/pricing/service";
 import { loadSettings } from "../src/settings";
+import { createStores } from "../src/stores";
 
 const FILES = 10;
 const PER_FILE = 1000;
@@ -66,7 +68,7 @@ for (let run = 0; run < RUNS; run++) {
   const settings = { ...loadSettings({}), configDir, contentDir: join(base, "content"), db: join(base, "db.sqlite") };
   let db = openDb(settings.db);
 
-  let pricing = createPricing({ db, settings, env: {} });
+  let pricing = createPricing({ ...createStores(db, settings), settings, env: {} });
   let t = performance.now();
   let r = pricing.reload("start");
   results.cold.push(performance.now() - t);
@@ -74,7 +76,7 @@ for (let run = 0; run < RUNS; run++) {
 
   db.sqlite.close();
   db = openDb(settings.db);
-  pricing = createPricing({ db, settings, env: {} });
+  pricing = createPricing({ ...createStores(db, settings), settings, env: {} });
   t = performance.now();
   r = pricing.reload("start");
   results.restart.push(performance.now() - t);
@@ -103,22 +105,22 @@ for (const [name, xs] of Object.entries(results)) {
 }
 console.log(`  rows written by no-change reloads: ${noChangeWrites}`);
 
-// lookupContent over an index of 10,000 files: hits, then misses.
+// The content store's lookup over an index of 10,000 files: hits, then misses.
 {
   const db = openDb(":memory:");
   const insert = db.sqlite.query("INSERT INTO content_files (path, cid, size, mtime_ms, media_type) VALUES (?, ?, ?, ?, ?)");
   db.sqlite.transaction(() => cids.forEach((cid, n) => insert.run(`files/${n}.md`, cid, 1000, 0, "text/markdown")))();
-  const settings = { contentDir: "content" };
+  const content = createContentStore(db, { contentDir: "content" }, createCatalogChanges());
   const N = 200_000;
   let found = 0;
   let t = performance.now();
-  for (let i = 0; i < N; i++) if (lookupContent(db, settings, cids[i % cids.length])) found++;
+  for (let i = 0; i < N; i++) if (content.lookup(cids[i % cids.length])) found++;
   const hit = ((performance.now() - t) * 1000) / N;
   t = performance.now();
-  for (let i = 0; i < N; i++) if (lookupContent(db, settings, `bafkreiaaaa${i}`)) found++;
+  for (let i = 0; i < N; i++) if (content.lookup(`bafkreiaaaa${i}`)) found++;
   const miss = ((performance.now() - t) * 1000) / N;
   if (found !== N) throw new Error("lookup missed");
-  console.log(`lookupContent over 10,000 indexed files: ${hit.toFixed(2)} µs per hit, ${miss.toFixed(2)} µs per miss (invalid CID text)`);
+  console.log(`content lookup over 10,000 indexed files: ${hit.toFixed(2)} µs per hit, ${miss.toFixed(2)} µs per miss (invalid CID text)`);
   db.sqlite.close();
 }
 

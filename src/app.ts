@@ -1,8 +1,8 @@
 /**
- * The composition root: builds the stores and services from one database
- * and hands each feature module the dependencies it declares. No module
- * imports this file. createApp never listens: tests call
- * `app.handle(new Request(...))`; server.ts serves it.
+ * The composition root: builds the services over the app's stores and hands
+ * each feature module the dependencies it declares. No module imports this
+ * file. createApp never listens: tests call `app.handle(new Request(...))`;
+ * server.ts serves it.
  */
 import { Elysia } from "elysia";
 import type { Db } from "./db/client";
@@ -16,10 +16,10 @@ import { instructionsModule } from "./instructions/routes";
 import { paymentLookup } from "./ledger/chain-lookup";
 import { paymentsModule } from "./ledger/routes";
 import { createLedgerSettler } from "./ledger/settler";
-import { createPaymentStore } from "./ledger/store";
-import type { Pricing } from "./pricing/service";
 import { configModule } from "./pricing/routes";
+import type { Pricing } from "./pricing/service";
 import type { Settings } from "./settings";
+import { createStores, type Stores } from "./stores";
 
 export interface AppDeps {
   settings: Settings;
@@ -30,18 +30,24 @@ export interface AppDeps {
   facilitator: Facilitator;
   /** Declarative pricing (config/*.yaml): reload state for GET /v3/x402/config. */
   pricing?: Pricing;
+  /**
+   * The stores over `db`, when the caller writes through them too (server.ts, tests); else made
+   * here. The gateway's catalog sees only writes that bump the signal of the stores it was made with.
+   */
+  stores?: Stores;
   /** Where buyers reach this server, for the 402's resource URLs; default PUBLIC_URL. */
   publicUrl?: string;
 }
 
 /**
- * Every store and service once, and the feature modules over them. The
- * gateway handler is returned beside the app so the server can also put it
- * on Bun's router: one catalog and one in-flight map for both routes.
+ * Every service once, and the feature modules over them. The gateway
+ * handler is returned beside the app so the server can also put it on Bun's
+ * router: one catalog and one in-flight map for both routes.
  */
 export function composeApp(deps: AppDeps) {
-  const { settings } = deps;
-  const payments = createPaymentStore(deps.db);
+  const { settings, jwtSecret } = deps;
+  const stores = deps.stores ?? createStores(deps.db, settings);
+  const { payments } = stores;
   const settler = createLedgerSettler({
     payments,
     facilitator: deps.facilitator,
@@ -49,15 +55,15 @@ export function composeApp(deps: AppDeps) {
     log: deps.log,
     lookup: paymentLookup(settings),
   });
-  const catalog = createCatalog(deps.db, { ...settings, publicUrl: deps.publicUrl ?? settings.publicUrl });
+  const catalog = createCatalog(deps.db, stores, { ...settings, publicUrl: deps.publicUrl ?? settings.publicUrl });
   const gateway = createGatewayHandler({ purchase: createPurchase({ catalog, payments, settler }) });
   const app = new Elysia()
     .use(errors)
-    .use(instructionsModule(deps))
-    .use(paymentsModule({ payments, jwtSecret: deps.jwtSecret }))
-    .use(configModule(deps))
+    .use(instructionsModule({ store: stores.instructions, settings, jwtSecret }))
+    .use(paymentsModule({ payments, jwtSecret }))
+    .use(configModule({ pricing: deps.pricing, settings, jwtSecret }))
     .use(gatewayModule(gateway));
-  return { app, gateway };
+  return { app, gateway, stores };
 }
 
 export const createApp = (deps: AppDeps) => composeApp(deps).app;

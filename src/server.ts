@@ -17,6 +17,7 @@ import { createLogger, type Logger, withRequestLog } from "./http/logging";
 import { preparePricing } from "./pricing/boot";
 import { startWatchers } from "./pricing/watch";
 import type { Settings } from "./settings";
+import { createStores, type Stores } from "./stores";
 
 export interface ServerOptions {
   settings: Settings;
@@ -28,6 +29,8 @@ export interface ServerOptions {
   jwtSecret?: string;
   /** Default: FACILITATOR_URL's (the in-process one for `local`). */
   facilitator?: Facilitator;
+  /** Default: made over `db`. Give them when the caller writes through them too (tests, benches). */
+  stores?: Stores;
   /**
    * Index content/ and reconcile config/ before the first request (so the
    * first answer is already right), then watch both. Default true; tests
@@ -48,7 +51,9 @@ export async function startServer(options: ServerOptions) {
   const db = options.db ?? openDb(settings.db);
   const jwtSecret = options.jwtSecret ?? resolveJwtSecret(settings);
   const facilitator = options.facilitator ?? createFacilitator(settings, log);
-  const pricing = options.pricing === false ? undefined : await preparePricing({ db, settings, log });
+  // One set of stores (and one catalog change signal) shared by pricing, the gateway and the API.
+  const stores = options.stores ?? createStores(db, settings);
+  const pricing = options.pricing === false ? undefined : await preparePricing({ ...stores, settings, log });
 
   // Bound before the app is built: with PORT=0 the public URL is known only once the port is.
   const server = Bun.serve({
@@ -61,12 +66,12 @@ export async function startServer(options: ServerOptions) {
   });
   const url = `http://${settings.host.includes(":") ? `[${settings.host}]` : settings.host}:${server.port}`;
   const publicUrl = settings.port === 0 && settings.publicUrl.endsWith(":0") ? url : settings.publicUrl;
-  const { app, gateway } = composeApp({ settings, db, log, jwtSecret, facilitator, pricing, publicUrl });
+  const { app, gateway } = composeApp({ settings, db, log, jwtSecret, facilitator, pricing, publicUrl, stores });
   server.reload({
     routes: gatewayRoutes(gateway, (handler, path) => withRequestLog(handler, log, path)),
     fetch: withRequestLog(app.fetch, log),
   });
-  const watchers = pricing ? startWatchers({ db, settings, pricing, log }) : undefined;
+  const watchers = pricing ? startWatchers({ content: stores.content, settings, pricing, log }) : undefined;
 
   let stopped: Promise<void> | undefined;
   return {
@@ -77,6 +82,7 @@ export async function startServer(options: ServerOptions) {
     publicUrl,
     app,
     db,
+    stores,
     log,
     facilitator,
     /**

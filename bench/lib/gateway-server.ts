@@ -19,14 +19,13 @@
  */
 import { join } from "node:path";
 import { getAddress } from "viem";
-import { indexContent } from "../../src/content/indexer";
 import { openDb } from "../../src/db/client";
 import { createLocalFacilitator } from "../../src/facilitator/local";
 import type { Facilitator } from "../../src/facilitator/types";
 import { createLogger } from "../../src/http/logging";
-import { attachCid, createInstruction } from "../../src/instructions/service";
 import { startServer } from "../../src/server";
 import { loadSettings } from "../../src/settings";
+import { createStores } from "../../src/stores";
 
 const need = (name: string) => {
   const v = process.env[name];
@@ -75,15 +74,16 @@ const log = createLogger(settings.logLevel);
 const real = createLocalFacilitator({ rpcUrl, relayerPrivateKey: relayerKey, settings });
 const { facilitator, stats } = timedFacilitator(real);
 const db = openDb(settings.db);
+const stores = createStores(db, settings);
 
 // Files unchanged since a previous run over this folder are not hashed again (size and mtime match).
-const indexed = await indexContent(db, settings.contentDir);
+const indexed = await stores.content.index();
 if (indexed.errors.length) throw new Error(`indexing failed: ${JSON.stringify(indexed.errors)}`);
 // A restart over the same database keeps its prices (and its ledger).
 const priced = db.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM cid_mappings").get()?.n ?? 0;
 const instruction =
   priced === 0
-    ? createInstruction(db, {
+    ? stores.instructions.create({
         name: "Access fee",
         description: "Access fee",
         requirements: [{ network: "base-sepolia", asset: token, pay_to: seller, amount: "10000" }],
@@ -92,11 +92,11 @@ const instruction =
 const cids: Record<string, string> = {};
 for (const row of db.sqlite.query<{ cid: string; path: string }, []>("SELECT cid, path FROM content_files").all()) {
   cids[row.path] = row.cid;
-  if (instruction) attachCid(db, instruction.id, row.cid);
+  if (instruction) stores.instructions.attachCid(instruction.id, row.cid);
 }
 
 // Served as `npm start` serves it: the one server factory (Bun's router, the request log, the limits).
-const running = await startServer({ settings, db, log, facilitator, jwtSecret: "bench-secret-bench-secret-bench-secret-01", pricing: false });
+const running = await startServer({ settings, db, log, facilitator, stores, jwtSecret: "bench-secret-bench-secret-bench-secret-01", pricing: false });
 const url = running.url;
 
 const control = Bun.serve({

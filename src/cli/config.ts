@@ -5,8 +5,8 @@
  * against the content folder (CIDGATE_CONTENT_DIR, or --content).
  * Exit 0 when valid, 1 with every problem on stderr, 2 on bad usage.
  */
-import { indexContent } from "../content/indexer";
-import { listContent } from "../content/store";
+import { createContentStore } from "../content/store";
+import { createCatalogChanges } from "../db/changes";
 import { openDb } from "../db/client";
 import { formatProblem, loadPricing } from "../pricing/load";
 import { loadSettingsOrReport } from "../settings";
@@ -31,9 +31,10 @@ export const command = defineCommand({
 
     // A throwaway index: hashing here never touches the server's database.
     const db = openDb(":memory:");
-    const indexed = await indexContent(db, contentDir);
+    const content = createContentStore(db, { contentDir }, createCatalogChanges());
+    const indexed = await content.index();
     for (const e of indexed.errors) console.error(`${contentDir}/${e.path}: unreadable: ${e.message}`);
-    const loaded = loadPricing({ configDir, settings, env: process.env, content: listContent(db) });
+    const loaded = loadPricing({ configDir, settings, env: process.env, content: content.list() });
     db.sqlite.close();
 
     for (const w of loaded.warnings) console.error(`warning: ${formatProblem(w)}`);

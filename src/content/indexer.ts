@@ -6,11 +6,11 @@
  * Only regular files are indexed. Symbolic links are not followed (the root
  * folder itself may be one), and hidden names are skipped, so nothing outside
  * the folder, and no half-written temp file, is ever indexed or served.
+ * The rows are read and written through the content store (store.ts), the
+ * table's only writer; this file walks, compares and hashes.
  */
 import { lstat, readdir, realpath, stat } from "node:fs/promises";
 import { join, relative } from "node:path";
-import { catalogChanged } from "../db/changes";
-import type { Db } from "../db/client";
 import { cidOfFile } from "./cid";
 import { mediaTypeOf } from "./media";
 import { toStoredPath } from "./paths";
@@ -24,11 +24,19 @@ export interface IndexChanges {
   errors: { path: string; message: string }[];
 }
 
-interface Row {
+/** What the index keeps of a file to tell whether it changed. */
+export interface IndexedFile {
   path: string;
   cid: string;
   size: number;
   mtimeMs: number;
+}
+
+/** The content_files table as the walk sees it; the content store implements it. */
+export interface IndexTable {
+  rows(): IndexedFile[];
+  /** Writes all changes in one transaction; called only when there is something to write. */
+  write(upserts: (IndexedFile & { mediaType: string })[], removed: string[]): void;
 }
 
 interface Seen {
@@ -71,10 +79,10 @@ async function walk(root: string, dir: string, out: Seen[], errors: IndexChanges
 }
 
 /**
- * Brings the index up to date with `contentDir` and says what changed.
+ * Brings `table` up to date with `contentDir` and says what changed.
  * Hashing happens outside any transaction; all rows are then written in one.
  */
-export async function indexContent(db: Db, contentDir: string): Promise<IndexChanges> {
+export async function indexFolder(contentDir: string, table: IndexTable): Promise<IndexChanges> {
   const changes: IndexChanges = { added: [], changed: [], removed: [], unchanged: 0, errors: [] };
   let root: string;
   try {
@@ -85,8 +93,7 @@ export async function indexContent(db: Db, contentDir: string): Promise<IndexCha
   const seen: Seen[] = [];
   if (root) await walk(root, root, seen, changes.errors);
 
-  const rows = db.sqlite.query<Row, []>("SELECT path, cid, size, mtime_ms AS mtimeMs FROM content_files").all();
-  const known = new Map(rows.map((r) => [r.path, r]));
+  const known = new Map(table.rows().map((r) => [r.path, r]));
   const upserts: { path: string; cid: string; size: number; mtimeMs: number; mediaType: string }[] = [];
 
   for (const file of seen) {
@@ -115,18 +122,7 @@ export async function indexContent(db: Db, contentDir: string): Promise<IndexCha
   const unreadable = new Set(changes.errors.map((e) => e.path));
   for (const path of known.keys()) if (!unreadable.has(path)) changes.removed.push(path);
 
-  if (upserts.length || changes.removed.length) {
-    const upsert = db.sqlite.prepare(
-      `INSERT INTO content_files (path, cid, size, mtime_ms, media_type) VALUES (?, ?, ?, ?, ?)
-       ON CONFLICT(path) DO UPDATE SET cid = excluded.cid, size = excluded.size, mtime_ms = excluded.mtime_ms, media_type = excluded.media_type`,
-    );
-    const remove = db.sqlite.prepare("DELETE FROM content_files WHERE path = ?");
-    db.sqlite.transaction(() => {
-      for (const u of upserts) upsert.run(u.path, u.cid, u.size, u.mtimeMs, u.mediaType);
-      for (const path of changes.removed) remove.run(path);
-    })();
-    catalogChanged(); // the gateway's catalog must not serve the old file
-  }
+  if (upserts.length || changes.removed.length) table.write(upserts, changes.removed);
   return changes;
 }
 

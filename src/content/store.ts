@@ -1,12 +1,20 @@
 /**
- * cid -> file, read from the content_files index (filled by indexer.ts).
- * A request never hashes and never walks the folder: one indexed query.
+ * The content_files index and its only writer. A store is made once per app
+ * from a database handle, the settings (the content folder) and the app's
+ * catalog signal (`createContentStore(db, settings, changes)`); it holds its
+ * prepared statements and bumps the signal once per committed re-index.
+ *
+ * cid -> file is read from the index (filled by `index()`, kept current by
+ * `watch()`): a request never hashes and never walks the folder, one
+ * indexed query.
  */
-import type { Statement } from "bun:sqlite";
+import type { CatalogChanges } from "../db/changes";
 import type { Db } from "../db/client";
 import type { Settings } from "../settings";
 import { canonicalCid } from "./cid";
+import { type IndexChanges, type IndexedFile, indexFolder } from "./indexer";
 import { absoluteContentPath, contentRoot } from "./paths";
+import { type ContentWatchOptions, type FolderWatcher, watchContent } from "./watch";
 
 export interface ContentFile {
   /** Absolute path of the file, always inside the content folder. */
@@ -23,53 +31,82 @@ interface Row {
   mediaType: string;
 }
 
-// One prepared statement per database: the gateway asks on every request.
-const statements = new WeakMap<Db, Statement<Row, [string]>>();
+export type ContentStore = ReturnType<typeof createContentStore>;
 
-function statementFor(db: Db) {
-  let s = statements.get(db);
-  if (!s) {
-    // Several files may hold the same bytes; any of them serves the CID. (No ORDER BY: sorting
-    // the matches costs a temporary b-tree per request, five times the lookup itself.)
-    s = db.sqlite.query<Row, [string]>(
-      "SELECT path, size, mtime_ms AS mtimeMs, media_type AS mediaType FROM content_files WHERE cid = ? LIMIT 1",
-    );
-    statements.set(db, s);
+export function createContentStore(db: Db, settings: Pick<Settings, "contentDir">, changes: CatalogChanges) {
+  const sql = db.sqlite;
+  // Prepared once with the store: the gateway asks on every request. Several files may hold the
+  // same bytes; any of them serves the CID. (No ORDER BY: sorting the matches costs a temporary
+  // b-tree per request, five times the lookup itself.)
+  const byCid = sql.query<Row, [string]>(
+    "SELECT path, size, mtime_ms AS mtimeMs, media_type AS mediaType FROM content_files WHERE cid = ? LIMIT 1",
+  );
+  const all = sql.query<{ path: string; cid: string }, []>("SELECT path, cid FROM content_files ORDER BY path");
+  const indexed = sql.query<IndexedFile, []>("SELECT path, cid, size, mtime_ms AS mtimeMs FROM content_files");
+  const upsert = sql.query<never, [string, string, number, number, string]>(
+    `INSERT INTO content_files (path, cid, size, mtime_ms, media_type) VALUES (?, ?, ?, ?, ?)
+     ON CONFLICT(path) DO UPDATE SET cid = excluded.cid, size = excluded.size, mtime_ms = excluded.mtime_ms, media_type = excluded.media_type`,
+  );
+  const remove = sql.query<never, [string]>("DELETE FROM content_files WHERE path = ?");
+
+  // resolve() per request would cost more than the query; the setting never changes while running
+  // (compared anyway, one string compare, in case a caller swaps it).
+  let rootDir: string | undefined;
+  let root = "";
+  const rootOf = (dir: string) => (dir === rootDir ? root : ((rootDir = dir), (root = contentRoot(dir))));
+
+  /**
+   * The file whose contents have CID `cid` (any spelling; stored v1 base32 /
+   * v0 Qm...), or undefined when no file in the content folder has it.
+   */
+  function lookup(cid: string): ContentFile | undefined {
+    let row = byCid.get(cid);
+    if (!row) {
+      const canonical = canonicalCid(cid);
+      if (canonical && canonical !== cid) row = byCid.get(canonical);
+    }
+    if (!row) return undefined;
+    let absolutePath: string;
+    try {
+      absolutePath = absoluteContentPath(rootOf(settings.contentDir), row.path);
+    } catch {
+      return undefined; // a row the indexer never writes (.., absolute, hidden): refuse to serve it
+    }
+    return {
+      absolutePath,
+      size: row.size,
+      mediaType: row.mediaType,
+      mtimeMs: row.mtimeMs,
+    };
   }
-  return s;
-}
 
-// resolve() per request would cost more than the query; the setting never changes while running.
-const roots = new Map<string, string>();
-const rootOf = (dir: string) => roots.get(dir) ?? (roots.set(dir, contentRoot(dir)), roots.get(dir)!);
-
-/**
- * The file whose contents have CID `cid` (any spelling; stored v1 base32 /
- * v0 Qm...), or undefined when no file in the content folder has it.
- */
-export function lookupContent(db: Db, settings: Pick<Settings, "contentDir">, cid: string): ContentFile | undefined {
-  const stmt = statementFor(db);
-  let row = stmt.get(cid);
-  if (!row) {
-    const canonical = canonicalCid(cid);
-    if (canonical && canonical !== cid) row = stmt.get(canonical);
+  /** Every indexed file as {path, cid}: what `files:` globs in pricing are matched against. */
+  function list(): { path: string; cid: string }[] {
+    return all.all();
   }
-  if (!row) return undefined;
-  let absolutePath: string;
-  try {
-    absolutePath = absoluteContentPath(rootOf(settings.contentDir), row.path);
-  } catch {
-    return undefined; // a row the indexer never writes (.., absolute, hidden): refuse to serve it
-  }
-  return {
-    absolutePath,
-    size: row.size,
-    mediaType: row.mediaType,
-    mtimeMs: row.mtimeMs,
-  };
-}
 
-/** Every indexed file as {path, cid}: what `files:` globs in pricing are matched against. */
-export function listContent(db: Db): { path: string; cid: string }[] {
-  return db.sqlite.query<{ path: string; cid: string }, []>("SELECT path, cid FROM content_files ORDER BY path").all();
+  /**
+   * Brings the index up to date with the content folder and says what
+   * changed. Hashing happens outside any transaction; all rows are then
+   * written in one.
+   */
+  function index(): Promise<IndexChanges> {
+    return indexFolder(settings.contentDir, {
+      rows: () => indexed.all(),
+      write(upserts, removed) {
+        sql.transaction(() => {
+          for (const u of upserts) upsert.run(u.path, u.cid, u.size, u.mtimeMs, u.mediaType);
+          for (const path of removed) remove.run(path);
+        })();
+        changes.bump(); // the gateway's catalog must not serve the old file
+      },
+    });
+  }
+
+  /** Keeps the index current while the server runs: `index()` on every change to the folder. */
+  function watch(opts: ContentWatchOptions = {}): FolderWatcher {
+    return watchContent(settings.contentDir, index, opts);
+  }
+
+  return { lookup, list, index, watch };
 }

@@ -6,9 +6,8 @@
  * filesystems, a watcher that died).
  */
 import { type FSWatcher, watch } from "node:fs";
-import type { Db } from "../db/client";
 import type { Logger } from "../http/logging";
-import { type IndexChanges, indexContent, indexMoved } from "./indexer";
+import { type IndexChanges, indexMoved } from "./indexer";
 
 export interface FolderWatcher {
   /** Run now (debounced like an event). */
@@ -114,8 +113,6 @@ export function watchFolder(
 }
 
 export interface ContentWatchOptions {
-  db: Db;
-  contentDir: string;
   log?: Logger;
   /** Called after a run that added, changed or removed files. */
   onIndexed?: (changes: IndexChanges) => void;
@@ -123,12 +120,19 @@ export interface ContentWatchOptions {
   pollMs?: number;
 }
 
-/** Keeps content_files current while the server runs. */
-export function watchContent(opts: ContentWatchOptions): FolderWatcher {
+/**
+ * Keeps content_files current while the server runs: `index` is the content
+ * store's, the only writer of that table (reach this through its `watch()`).
+ */
+export function watchContent(
+  contentDir: string,
+  index: () => Promise<IndexChanges>,
+  opts: ContentWatchOptions = {},
+): FolderWatcher {
   return watchFolder(
-    opts.contentDir,
+    contentDir,
     async () => {
-      const changes = await indexContent(opts.db, opts.contentDir);
+      const changes = await index();
       for (const e of changes.errors) opts.log?.warn({ path: e.path }, `content file unreadable: ${e.message}`);
       if (!indexMoved(changes)) return;
       opts.log?.info(

@@ -7,6 +7,7 @@ import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
+import type { BaseSQLiteDatabase } from "drizzle-orm/sqlite-core";
 import * as schema from "./schema";
 
 const MIGRATIONS = join(import.meta.dir, "../../drizzle");
@@ -24,3 +25,11 @@ export function openDb(path: string) {
 }
 
 export type Db = ReturnType<typeof openDb>;
+
+/**
+ * The database or a transaction on it: what a query helper takes when it
+ * runs both on its own and inside `db.transaction((tx) => ...)`. Synchronous
+ * ("sync") because bun:sqlite rolls back only a synchronous callback: an
+ * async one has committed before its first await returns.
+ */
+export type DbOrTx = BaseSQLiteDatabase<"sync", void, typeof schema>;

@@ -1,6 +1,6 @@
 /**
  * The whole SQLite schema. Each module owns its tables (see the comment on
- * each) and others reach them only through that module's functions.
+ * each) and others reach them only through that module's store or functions.
  * Times are ISO 8601 UTC strings so that they sort and read the same.
  */
 

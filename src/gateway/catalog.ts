@@ -2,17 +2,18 @@
  * What the gateway sells: CID -> (instruction, file, ready-made 402).
  *
  * The 402 path is the hot path, so the answer for a CID is built once and
- * kept until what it was built from changes. Writes in this process move the
- * generation in db/changes.ts (one integer compare per request, and ledger
- * writes do not evict anything). Commits by other processes (a CLI) move
- * SQLite's data_version, asked at most every DATA_VERSION_CHECK_MS: an idle
- * server sees them on its next request, a busy one within that bound.
+ * kept until what it was built from changes. Writes in this process go
+ * through the app's stores, which bump its catalog signal (db/changes.ts):
+ * one integer compare per request, and ledger writes do not evict anything.
+ * Commits by other processes (a CLI) move SQLite's data_version, asked at
+ * most every DATA_VERSION_CHECK_MS: an idle server sees them on its next
+ * request, a busy one within that bound.
  */
 import { canonicalCid } from "../content/cid";
-import { lookupContent } from "../content/store";
-import { catalogGeneration } from "../db/changes";
+import type { ContentFile, ContentStore } from "../content/store";
+import type { CatalogChanges } from "../db/changes";
 import type { Db } from "../db/client";
-import { getInstructionForCid } from "../instructions/service";
+import type { InstructionStore } from "../instructions/store";
 import type { Settings } from "../settings";
 import { buildPaymentRequired, type Instruction, type PaymentRequired } from "./requirements";
 
@@ -20,15 +21,27 @@ export interface PricedContent {
   /** Canonical spelling (v1 base32, v0 Qm...). */
   cid: string;
   instruction: Instruction;
-  file: NonNullable<ReturnType<typeof lookupContent>>;
+  file: ContentFile;
   required: PaymentRequired;
+}
+
+/** What the catalog reads: the app's stores and the signal their writes bump (see src/stores.ts). */
+export interface CatalogSources {
+  instructions: Pick<InstructionStore, "forCid">;
+  content: Pick<ContentStore, "lookup">;
+  changes: CatalogChanges;
 }
 
 const MAX_ENTRIES = 10_000;
 /** Longest a commit by another process may go unseen while requests keep coming. */
 export const DATA_VERSION_CHECK_MS = 100;
 
-export function createCatalog(db: Db, settings: Pick<Settings, "publicUrl" | "contentDir" | "maxTimeoutSeconds">) {
+export function createCatalog(
+  db: Db,
+  sources: CatalogSources,
+  settings: Pick<Settings, "publicUrl" | "maxTimeoutSeconds">,
+) {
+  const { instructions, content, changes } = sources;
   const dataVersionQuery = db.sqlite.query<{ d: number }, []>("SELECT data_version AS d FROM pragma_data_version()");
   let generation = -1;
   let dataVersion = -1;
@@ -37,7 +50,7 @@ export function createCatalog(db: Db, settings: Pick<Settings, "publicUrl" | "co
 
   /** False when a cached answer may be out of date. */
   function stillCurrent(): boolean {
-    let current = generation === catalogGeneration();
+    let current = generation === changes.generation;
     const now = performance.now();
     if (now >= nextDataVersionCheck) {
       nextDataVersionCheck = now + DATA_VERSION_CHECK_MS;
@@ -51,9 +64,9 @@ export function createCatalog(db: Db, settings: Pick<Settings, "publicUrl" | "co
   }
 
   function build(cid: string): PricedContent | null {
-    const instruction = getInstructionForCid(db, cid);
+    const instruction = instructions.forCid(cid);
     if (!instruction) return null;
-    const file = lookupContent(db, settings, cid);
+    const file = content.lookup(cid);
     if (!file) return null;
     const required = buildPaymentRequired({
       resourceUrl: `${settings.publicUrl}/x402/cid/${cid}`,
@@ -72,7 +85,7 @@ export function createCatalog(db: Db, settings: Pick<Settings, "publicUrl" | "co
   function lookup(spelling: string): PricedContent | undefined {
     if (!stillCurrent() || entries.size >= MAX_ENTRIES) {
       entries.clear();
-      generation = catalogGeneration();
+      generation = changes.generation;
     }
     let entry = entries.get(spelling);
     if (entry === undefined) {

@@ -7,12 +7,12 @@
  */
 import { getAddress } from "viem";
 import { NETWORKS, type NetworkName } from "../chain/networks";
-import type { getInstructionForCid } from "../instructions/service";
+import type { InstructionRecord } from "../instructions/store";
 import { encodeHeader } from "../x402/headers";
 import type { PaymentRequiredV1, PaymentRequiredV2, RequirementsV1, RequirementsV2 } from "../x402/models";
 
-/** An instruction as the instructions service hands it out. */
-export type Instruction = NonNullable<Awaited<ReturnType<typeof getInstructionForCid>>>;
+/** An instruction as the instruction store hands it out. */
+export type Instruction = InstructionRecord;
 /** One stored payment requirement (canonical network, checksummed addresses). */
 export type StoredRequirement = Instruction["requirements"][number];
 

@@ -1,15 +1,15 @@
 /**
  * The management API, wire-compatible with Pinata's x402 payment-instructions
  * API (the `pinata` SDK works against it by changing its endpoint URL).
- * The instance is the controller: validate, call the service, shape the answer.
+ * The instance is the controller: validate, call the store, shape the answer.
  */
 import { Elysia } from "elysia";
-import type { AppDeps } from "../app";
 import { auth } from "../http/auth";
 import { jsonBody } from "../http/body";
 import { invalidInput } from "../http/errors";
 import { parseLimit } from "../http/limit";
 import { openapiDocs } from "../http/openapi";
+import type { Settings } from "../settings";
 import {
   CidAssociationResponse,
   CidListResponse,
@@ -28,17 +28,7 @@ import {
   UpdateInstructionBody,
 } from "./model";
 import { normalizeRequirements } from "./requirements";
-import {
-  attachCid,
-  createInstruction,
-  deleteInstruction,
-  detachCid,
-  getInstruction,
-  type InstructionRecord,
-  listCids,
-  listInstructions,
-  updateInstruction,
-} from "./service";
+import type { InstructionRecord, InstructionStore } from "./store";
 
 export const INSTRUCTIONS_PREFIX = "/v3/x402/payment_instructions";
 
@@ -61,8 +51,17 @@ function toWire(r: InstructionRecord): PaymentInstruction {
 const read = <S>(ok: S) => ({ 200: ok, 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse });
 const write = <S>(ok: S) => ({ ...read(ok), 409: ErrorResponse, 413: ErrorResponse, 415: ErrorResponse });
 
-export function instructionsModule(deps: AppDeps) {
-  const { db, settings } = deps;
+/** What the management API needs; app.ts builds it (the store is the app's, shared with the gateway). */
+export interface InstructionsDeps {
+  store: InstructionStore;
+  /** The USDC addresses a requirement's asset defaults to. */
+  settings: Pick<Settings, "usdcAddressBase" | "usdcAddressBaseSepolia">;
+  /** HS256 secret of management tokens. */
+  jwtSecret: string;
+}
+
+export function instructionsModule(deps: InstructionsDeps) {
+  const { store, settings } = deps;
 
   const requirementsOf = (list: unknown[]) => {
     const result = normalizeRequirements(list, settings);
@@ -76,7 +75,7 @@ export function instructionsModule(deps: AppDeps) {
     .get(
       "",
       ({ query }) => {
-        const page = listInstructions(db, {
+        const page = store.list({
           limit: parseLimit(query.limit, INSTRUCTIONS_LIMIT),
           pageToken: query.pageToken || undefined,
           cid: query.cid || undefined,
@@ -99,7 +98,7 @@ export function instructionsModule(deps: AppDeps) {
     .post(
       "",
       ({ body }) => {
-        const record = createInstruction(db, {
+        const record = store.create({
           name: body.name,
           description: body.description,
           requirements: requirementsOf(body.payment_requirements),
@@ -114,7 +113,7 @@ export function instructionsModule(deps: AppDeps) {
         detail: { summary: "Create a payment instruction" },
       },
     )
-    .get("/:id", ({ params }) => ({ data: toWire(getInstruction(db, params.id)) }), {
+    .get("/:id", ({ params }) => ({ data: toWire(store.get(params.id)) }), {
       scope: "read",
       params: IdParams,
       response: read(InstructionResponse),
@@ -123,7 +122,7 @@ export function instructionsModule(deps: AppDeps) {
     .patch(
       "/:id",
       ({ params, body }) => {
-        const record = updateInstruction(db, params.id, {
+        const record = store.update(params.id, {
           name: body.name,
           description: body.description,
           requirements: body.payment_requirements && requirementsOf(body.payment_requirements),
@@ -142,7 +141,7 @@ export function instructionsModule(deps: AppDeps) {
     .delete(
       "/:id",
       ({ params }) => {
-        deleteInstruction(db, params.id);
+        store.remove(params.id);
         return { data: {} };
       },
       {
@@ -155,7 +154,7 @@ export function instructionsModule(deps: AppDeps) {
     .get(
       "/:id/cids",
       ({ params, query }) => {
-        const page = listCids(db, params.id, {
+        const page = store.listCids(params.id, {
           limit: parseLimit(query.limit, CIDS_LIMIT),
           pageToken: query.pageToken || undefined,
         });
@@ -174,7 +173,7 @@ export function instructionsModule(deps: AppDeps) {
     .put(
       "/:id/cids/:cid",
       ({ params }) => {
-        const m = attachCid(db, params.id, params.cid);
+        const m = store.attachCid(params.id, params.cid);
         return { data: { payment_instruction_id: m.instructionId, cid: m.cid, created_at: m.createdAt } };
       },
       {
@@ -187,7 +186,7 @@ export function instructionsModule(deps: AppDeps) {
     .delete(
       "/:id/cids/:cid",
       ({ params }) => {
-        detachCid(db, params.id, params.cid);
+        store.detachCid(params.id, params.cid);
         return { data: {} };
       },
       {

@@ -1,18 +1,23 @@
 /**
- * Start-up of content and pricing, before the server listens: index the
- * content folder (hashing only files new or changed since the last run),
- * then reconcile the pricing files. A rejected reload is logged and the
- * state already in the database keeps serving.
+ * Start-up of content and pricing, before the server listens: the content
+ * store indexes its folder (hashing only files new or changed since the last
+ * run), then the pricing files are reconciled against that index. A rejected
+ * reload is logged and the state already in the database keeps serving.
  */
-import { indexContent } from "../content/indexer";
-import type { Db } from "../db/client";
+import type { ContentStore } from "../content/store";
 import type { Logger } from "../http/logging";
+import type { InstructionStore } from "../instructions/store";
 import type { Settings } from "../settings";
 import { createPricing, type Pricing } from "./service";
 
-export async function preparePricing(opts: { db: Db; settings: Settings; log: Logger }): Promise<Pricing> {
+export async function preparePricing(opts: {
+  instructions: InstructionStore;
+  content: ContentStore;
+  settings: Settings;
+  log: Logger;
+}): Promise<Pricing> {
   const started = performance.now();
-  const indexed = await indexContent(opts.db, opts.settings.contentDir);
+  const indexed = await opts.content.index();
   opts.log.info(
     {
       contentDir: opts.settings.contentDir,
@@ -25,7 +30,7 @@ export async function preparePricing(opts: { db: Db; settings: Settings; log: Lo
     "content indexed",
   );
   for (const e of indexed.errors) opts.log.warn({ path: e.path }, `content file unreadable: ${e.message}`);
-  const pricing = createPricing({ db: opts.db, settings: opts.settings, log: opts.log });
+  const pricing = createPricing({ instructions: opts.instructions, content: opts.content, settings: opts.settings, log: opts.log });
   pricing.reload("start");
   return pricing;
 }

@@ -13,15 +13,15 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { type ValueError, ValueErrorType } from "@sinclair/typebox/errors";
-import { Type as t } from "@sinclair/typebox";
+import { type Static, Type as t } from "@sinclair/typebox";
 import { canonicalNetwork, usdcAddress } from "../chain/networks";
 import { canonicalCid } from "../content/cid";
 import { relativePathProblem } from "../content/paths";
-import { normalizeRequirements, type StoredRequirement } from "../instructions/requirements";
+import { type FieldError, normalizeRequirements, type StoredRequirement } from "../instructions/requirements";
 import type { Settings } from "../settings";
 import { envUsed, sameEnv } from "./env";
 import { fastParse } from "./fast-yaml";
-import { type Locator, lazyPosition, pin, type Position, type PricingProblem } from "./position";
+import { type Locator, lazyPosition, type Path, pin, type Position, type PricingProblem } from "./position";
 import { priceToAmount } from "./price";
 import { DefaultsModel, InstructionModel, KEY_PATTERN, type PricingFile } from "./schema";
 import { parseWithPositions } from "./strict-yaml";
@@ -191,6 +191,20 @@ export function parsePricingFile(
   return { path, instructions: checked.instructions, errors: checked.errors, warnings: slow.warnings };
 }
 
+type Defaults = Static<typeof DefaultsModel>;
+type Instruction = Static<typeof InstructionModel>;
+type Requirement = Instruction["payment_requirements"][number];
+type RequirementInput = { network?: string; pay_to?: string; amount?: string; asset: string; description?: string };
+
+/** Where checks look up positions and how they report: shared by the steps below. */
+interface Check {
+  where: Locator;
+  problem(at: Position, rule: string, message: string): void;
+}
+
+/** Returned by a step when the fast parser may have read a value differently: parse again, slowly. */
+const REPARSE = Symbol("reparse");
+
 /**
  * Schema, then the rules a schema cannot say. Returns undefined when a value
  * is one the fast parser may have read differently from the `yaml` package
@@ -204,86 +218,22 @@ function checkData(
 ): { instructions: DesiredInstruction[]; errors: PricingProblem[] } | undefined {
   const errors: PricingProblem[] = [];
   const instructions: DesiredInstruction[] = [];
-  const problem = (at: Position, rule: string, message: string) => errors.push({ ...pin(at), rule, message });
+  const check: Check = { where, problem: (at, rule, message) => void errors.push({ ...pin(at), rule, message }) };
 
   // The file's outline first, then each instruction on its own, so one
   // malformed instruction does not hide the problems of the others.
-  const outlineOk = schemaProblems(checkOutline, data, [], where, problem);
-  const file = (outlineOk ? data : {}) as PricingFile;
-  const defaults = file.defaults ?? {};
+  const file = checkFileOutline(data, check);
   for (const [key, inst] of Object.entries(file.instructions ?? {})) {
     const base = ["instructions", key];
-    if (!schemaProblems(checkInstruction, inst, base, where, problem)) continue;
+    if (!schemaProblems(checkInstruction, inst, base, where, check.problem)) continue;
     const before = errors.length;
-    const requirementInputs = [];
-    for (const [i, req] of inst.payment_requirements.entries()) {
-      const here = [...base, "payment_requirements", i];
-      const label = here.join(".");
-      const network = req.network ?? defaults.network;
-      const payTo = req.pay_to ?? defaults.pay_to;
-      if (network === undefined) problem(where.at(here), "required", `${label}: network is required (here or in defaults)`);
-      if (payTo === undefined) problem(where.at(here), "required", `${label}: pay_to is required (here or in defaults)`);
-      let amount: string | undefined;
-      if (req.price !== undefined && req.amount !== undefined) {
-        problem(where.at([...here, "amount"], true), "price-or-amount", `${label}: give either price or amount, not both`);
-      } else if (req.price !== undefined) {
-        const r = priceToAmount(req.price);
-        if ("error" in r) problem(where.at([...here, "price"]), "price", `${label}.price: ${r.error}`);
-        else amount = r.amount;
-      } else if (req.amount !== undefined) {
-        if (typeof req.amount === "number" && Number.isInteger(req.amount)) {
-          // A YAML integer past 2^53 has lost digits in toJS: take the text as written.
-          const written = where.integerSource([...here, "amount"]);
-          if (written === undefined && !Number.isSafeInteger(req.amount)) return undefined;
-          amount = written ?? String(req.amount);
-        } else amount = req.amount as string; // a fraction is refused by the shared rule below
-      } else {
-        problem(where.at(here), "price-or-amount", `${label}: give a price ("$0.05") or an amount in the smallest unit`);
-      }
-      const canonical = network === undefined ? undefined : canonicalNetwork(network);
-      requirementInputs.push({
-        network,
-        pay_to: payTo,
-        amount,
-        // Default to the network's USDC; an unknown network is reported by the shared rules below.
-        asset: req.asset ?? (canonical ? usdcAddress(canonical, opts.settings) : "0x0000000000000000000000000000000000000000"),
-        description: req.description,
-      });
-    }
+    const inputs = requirementInputs(inst, file.defaults ?? {}, base, check, opts.settings);
+    if (inputs === REPARSE) return undefined;
     // Requirement problems do not stop the checks below: every error is reported in one go.
-    const normalized =
-      errors.length > before ? undefined : normalizeCached(requirementInputs, opts.settings);
-    if (normalized && !normalized.ok) {
-      for (const fe of normalized.errors) {
-        const segs = fe.path.split(".").map((x) => (/^\d+$/.test(x) ? Number(x) : x));
-        const full = [...base, ...segs];
-        // A value inherited from `defaults` is wrong where it is written.
-        const field = segs[2];
-        const inherited =
-          (field === "network" || field === "pay_to") && file.defaults?.[field] !== undefined && !where.has(full);
-        problem(where.at(inherited ? ["defaults", field] : full), "requirement", `${base.join(".")}.${fe.path}: ${fe.message}`);
-      }
-    }
-
-    const cids: CidClaim[] = [];
-    const seenCids = new Set<string>();
-    (inst.cids ?? []).forEach((text, i) => {
-      const at = where.at([...base, "cids", i]);
-      const cid = canonicalCid(text.trim());
-      if (!cid) return void problem(at, "cid", `${base.join(".")}.cids.${i}: "${text}" is not a CID (v0 Qm... or v1)`);
-      if (!seenCids.has(cid)) {
-        seenCids.add(cid);
-        cids.push({ cid, at });
-      }
-    });
-    const files: FilePattern[] = [];
-    (inst.files ?? []).forEach((pattern, i) => {
-      const at = where.at([...base, "files", i]);
-      const clean = pattern.replace(/^\.\//, "");
-      const why = relativePathProblem(clean);
-      if (why) return void problem(at, "files", `${base.join(".")}.files.${i}: "${pattern}" ${why}`);
-      files.push({ pattern, glob: new Bun.Glob(clean), literal: /[*?[\]{}]/.test(clean) ? undefined : clean, at });
-    });
+    const normalized = errors.length > before ? undefined : normalizeCached(inputs, opts.settings);
+    if (normalized && !normalized.ok) reportRequirementRules(normalized.errors, file, base, check);
+    const cids = checkCids(inst, base, check);
+    const files = checkFilePatterns(inst, base, check);
     if (errors.length > before || !normalized?.ok) continue;
 
     instructions.push({
@@ -299,6 +249,115 @@ function checkData(
     });
   }
   return { instructions, errors };
+}
+
+/** `defaults` and `instructions` with nothing else at the top; an empty file when the outline is wrong. */
+function checkFileOutline(data: unknown, check: Check): PricingFile {
+  const outlineOk = schemaProblems(checkOutline, data, [], check.where, check.problem);
+  return (outlineOk ? data : {}) as PricingFile;
+}
+
+/**
+ * Each requirement as the shared rules take it: network and pay_to from
+ * here or from `defaults` (one of them must say), the amount from `price`
+ * or `amount` (exactly one), the asset defaulting to the network's USDC.
+ */
+function requirementInputs(
+  inst: Instruction,
+  defaults: Defaults,
+  base: Path,
+  check: Check,
+  settings: LoadOptions["settings"],
+): RequirementInput[] | typeof REPARSE {
+  const inputs: RequirementInput[] = [];
+  for (const [i, req] of inst.payment_requirements.entries()) {
+    const here = [...base, "payment_requirements", i];
+    const label = here.join(".");
+    const network = req.network ?? defaults.network;
+    const payTo = req.pay_to ?? defaults.pay_to;
+    if (network === undefined) check.problem(check.where.at(here), "required", `${label}: network is required (here or in defaults)`);
+    if (payTo === undefined) check.problem(check.where.at(here), "required", `${label}: pay_to is required (here or in defaults)`);
+    const amount = amountOf(req, here, check);
+    if (amount === REPARSE) return REPARSE;
+    const canonical = network === undefined ? undefined : canonicalNetwork(network);
+    inputs.push({
+      network,
+      pay_to: payTo,
+      amount,
+      // Default to the network's USDC; an unknown network is reported by the shared rules below.
+      asset: req.asset ?? (canonical ? usdcAddress(canonical, settings) : "0x0000000000000000000000000000000000000000"),
+      description: req.description,
+    });
+  }
+  return inputs;
+}
+
+/** The amount in the smallest unit, from `price` ("$0.05") or `amount`: exactly one of them. */
+function amountOf(req: Requirement, here: Path, check: Check): string | undefined | typeof REPARSE {
+  const label = here.join(".");
+  if (req.price !== undefined && req.amount !== undefined) {
+    check.problem(check.where.at([...here, "amount"], true), "price-or-amount", `${label}: give either price or amount, not both`);
+    return undefined;
+  }
+  if (req.price !== undefined) {
+    const r = priceToAmount(req.price);
+    if ("error" in r) check.problem(check.where.at([...here, "price"]), "price", `${label}.price: ${r.error}`);
+    else return r.amount;
+    return undefined;
+  }
+  if (req.amount !== undefined) {
+    if (typeof req.amount === "number" && Number.isInteger(req.amount)) {
+      // A YAML integer past 2^53 has lost digits in toJS: take the text as written.
+      const written = check.where.integerSource([...here, "amount"]);
+      if (written === undefined && !Number.isSafeInteger(req.amount)) return REPARSE;
+      return written ?? String(req.amount);
+    }
+    return req.amount as string; // a fraction is refused by the shared rule below
+  }
+  check.problem(check.where.at(here), "price-or-amount", `${label}: give a price ("$0.05") or an amount in the smallest unit`);
+  return undefined;
+}
+
+/** The shared requirement rules' errors, each where the value is written (a default where `defaults` says it). */
+function reportRequirementRules(fieldErrors: FieldError[], file: PricingFile, base: Path, check: Check): void {
+  for (const fe of fieldErrors) {
+    const segs = fe.path.split(".").map((x) => (/^\d+$/.test(x) ? Number(x) : x));
+    const full = [...base, ...segs];
+    // A value inherited from `defaults` is wrong where it is written.
+    const field = segs[2];
+    const inherited =
+      (field === "network" || field === "pay_to") && file.defaults?.[field] !== undefined && !check.where.has(full);
+    check.problem(check.where.at(inherited ? ["defaults", field] : full), "requirement", `${base.join(".")}.${fe.path}: ${fe.message}`);
+  }
+}
+
+/** `cids:` entries: each a CID (any spelling, stored canonical), repeats within the instruction dropped. */
+function checkCids(inst: Instruction, base: Path, check: Check): CidClaim[] {
+  const cids: CidClaim[] = [];
+  const seenCids = new Set<string>();
+  (inst.cids ?? []).forEach((text, i) => {
+    const at = check.where.at([...base, "cids", i]);
+    const cid = canonicalCid(text.trim());
+    if (!cid) return void check.problem(at, "cid", `${base.join(".")}.cids.${i}: "${text}" is not a CID (v0 Qm... or v1)`);
+    if (!seenCids.has(cid)) {
+      seenCids.add(cid);
+      cids.push({ cid, at });
+    }
+  });
+  return cids;
+}
+
+/** `files:` entries: relative paths or globs that cannot leave the content folder nor name hidden files. */
+function checkFilePatterns(inst: Instruction, base: Path, check: Check): FilePattern[] {
+  const files: FilePattern[] = [];
+  (inst.files ?? []).forEach((pattern, i) => {
+    const at = check.where.at([...base, "files", i]);
+    const clean = pattern.replace(/^\.\//, "");
+    const why = relativePathProblem(clean);
+    if (why) return void check.problem(at, "files", `${base.join(".")}.files.${i}: "${pattern}" ${why}`);
+    files.push({ pattern, glob: new Bun.Glob(clean), literal: /[*?[\]{}]/.test(clean) ? undefined : clean, at });
+  });
+  return files;
 }
 
 /**

@@ -5,11 +5,11 @@
  * POST /v3/x402/config/reload (write scope): reload now, answer the report.
  */
 import { Elysia } from "elysia";
-import type { AppDeps } from "../app";
 import { auth } from "../http/auth";
 import { ApiError } from "../http/errors";
+import type { Settings } from "../settings";
 import type { PricingProblem } from "./load";
-import type { ReloadReport } from "./service";
+import type { Pricing, ReloadReport } from "./service";
 import type { InstructionChange } from "./sync";
 
 const problem = (p: PricingProblem) => ({ file: p.file, line: p.line, column: p.column, rule: p.rule, message: p.message });
@@ -36,7 +36,16 @@ function reportToWire(r: ReloadReport) {
   };
 }
 
-export function configModule(deps: AppDeps) {
+/** What the config routes need; app.ts passes its deps, which have these. */
+export interface ConfigDeps {
+  /** Absent when this server does not load pricing files (reload answers 503). */
+  pricing?: Pricing;
+  settings: Pick<Settings, "configDir" | "contentDir">;
+  /** HS256 secret of management tokens. */
+  jwtSecret: string;
+}
+
+export function configModule(deps: ConfigDeps) {
   return new Elysia({ name: "config", prefix: "/v3/x402/config" })
     .use(auth(deps))
     .get(

@@ -5,8 +5,8 @@
  * synchronous, so two can never interleave and no request sees half of one.
  */
 import { existsSync } from "node:fs";
-import type { Db } from "../db/client";
-import { listContent } from "../content/store";
+import type { ContentStore } from "../content/store";
+import type { InstructionStore } from "../instructions/store";
 import type { Logger } from "../http/logging";
 import type { Settings } from "../settings";
 import { formatProblem, loadPricing, type ParseCache, type PricingProblem } from "./load";
@@ -43,15 +43,14 @@ export interface Pricing {
 }
 
 export interface PricingOptions {
-  db: Db;
+  /** Writes the reconciled instructions (the store owns the tables and signals the catalog). */
+  instructions: Pick<InstructionStore, "syncFiles" | "hasFileInstructions">;
+  /** The indexed files that `files:` entries are matched against. */
+  content: Pick<ContentStore, "list">;
   settings: Pick<Settings, "configDir" | "contentDir" | "usdcAddressBase" | "usdcAddressBaseSepolia">;
   env?: Record<string, string | undefined>;
   log?: Logger;
   now?: () => Date;
-}
-
-function hasFileInstructions(db: Db): boolean {
-  return db.sqlite.query("SELECT 1 FROM payment_instructions WHERE source LIKE 'file:%' LIMIT 1").get() !== null;
 }
 
 export function createPricing(opts: PricingOptions): Pricing {
@@ -69,7 +68,7 @@ export function createPricing(opts: PricingOptions): Pricing {
       configDir: opts.settings.configDir,
       settings: opts.settings,
       env,
-      content: listContent(opts.db),
+      content: opts.content.list(),
       cache,
     });
     const cids = loaded.instructions.reduce((n, i) => n + i.cids.length, 0);
@@ -85,7 +84,7 @@ export function createPricing(opts: PricingOptions): Pricing {
       errors: loaded.errors,
       warnings: loaded.warnings,
     };
-    if (loaded.errors.length === 0 && !existsSync(opts.settings.configDir) && hasFileInstructions(opts.db)) {
+    if (loaded.errors.length === 0 && !existsSync(opts.settings.configDir) && opts.instructions.hasFileInstructions()) {
       // A mistyped CIDGATE_CONFIG_DIR or an unmounted volume must not delete every declared instruction.
       report.errors = [
         {
@@ -98,7 +97,7 @@ export function createPricing(opts: PricingOptions): Pricing {
       ];
     }
     if (report.errors.length === 0) {
-      const synced = reconcile(opts.db, loaded.instructions, at);
+      const synced = reconcile(opts.instructions, loaded.instructions, at);
       if (synced.ok) report = { ...report, result: changed(synced.changes) ? "applied" : "unchanged", changes: synced.changes };
       else report = { ...report, errors: synced.errors };
     }

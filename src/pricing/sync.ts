@@ -1,195 +1,36 @@
 /**
- * Makes the database match the pricing files, in ONE synchronous SQLite
- * transaction: readers see the state before or after, never a mix, and a
- * rejected reload leaves every row as it was.
- *
- * Only instructions whose source is "file:..." are touched; each keeps its id
- * (matched by source) across reloads and restarts, and its version moves by
- * one only when its name, description or requirements change. A reload that
- * changes nothing writes nothing. This writes the instructions module's tables
- * directly because a reconcile is a bulk set-difference; the rules for what a
- * valid requirement is stay in instructions/requirements.ts.
+ * Applies validated pricing files to the database through the instruction
+ * store, which owns the tables and does the bulk set-difference in one
+ * transaction (instructions/file-sync.ts). What is left here is pricing's
+ * part: a CID the files claim that an API-made instruction already holds
+ * refuses the reload, reported where the claim is written.
  */
-import type { Database } from "bun:sqlite";
-import { catalogChanged } from "../db/changes";
-import type { Db } from "../db/client";
+import type { SyncChanges } from "../instructions/file-sync";
+import type { InstructionStore } from "../instructions/store";
 import { type DesiredInstruction, pin, type PricingProblem } from "./load";
 
-export interface InstructionChange {
-  id: string;
-  source: string;
-  name: string;
-  version: number;
-}
-
-export interface SyncChanges {
-  created: InstructionChange[];
-  updated: InstructionChange[];
-  deleted: InstructionChange[];
-  cidsAttached: number;
-  cidsDetached: number;
-}
+export { changed, emptyChanges, type InstructionChange, type SyncChanges } from "../instructions/file-sync";
 
 export type SyncResult = { ok: true; changes: SyncChanges } | { ok: false; errors: PricingProblem[] };
-
-/** JSON with sorted keys: two equal requirement lists compare equal whatever order their keys were written in. */
-function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_k, v) =>
-    v && typeof v === "object" && !Array.isArray(v)
-      ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, (v as Record<string, unknown>)[k]]))
-      : v,
-  );
-}
-
-export function emptyChanges(): SyncChanges {
-  return { created: [], updated: [], deleted: [], cidsAttached: 0, cidsDetached: 0 };
-}
-
-export function changed(c: SyncChanges): boolean {
-  return c.created.length + c.updated.length + c.deleted.length + c.cidsAttached + c.cidsDetached > 0;
-}
 
 /**
  * Applies `desired` (already validated, one owner per CID) to the database.
  * Refuses, writing nothing, when a CID is attached to an instruction made
  * through the API.
  */
-export function reconcile(db: Db, desired: readonly DesiredInstruction[], now = new Date()): SyncResult {
-  const stamp = now.toISOString();
-  const q = statements(db);
-  const result = db.sqlite.transaction((): SyncResult => {
-    const existing = q.fileInstructions.all();
-    const bySource = new Map(existing.map((row) => [row.source, row]));
-    const fileIds = new Set(existing.map((row) => row.id));
-
-    // Current CID -> instruction for file-made instructions.
-    const mapped = new Map<string, string>();
-    for (const row of q.fileMappings.all()) mapped.set(row.cid, row.instructionId);
-
-    // A CID not mapped by a file instruction may belong to an API instruction: that refuses the reload.
-    const errors: PricingProblem[] = [];
-    for (const inst of desired) {
-      for (const claim of inst.cids) {
-        if (mapped.has(claim.cid)) continue;
-        const other = q.ownerOf.get(claim.cid);
-        if (other && !fileIds.has(other.id)) {
-          errors.push({
-            ...pin(claim.at),
-            rule: "duplicate-cid",
-            message: `CID ${claim.cid}${claim.via ? ` (${claim.via})` : ""} of "${inst.key}" is already attached to payment instruction ${other.id} ("${other.name}", made through the API); detach it there or drop it here`,
-          });
-        }
-      }
-    }
-    if (errors.length) return { ok: false, errors };
-
-    const changes = emptyChanges();
-    const wanted = new Set(desired.map((d) => d.source));
-    const ids = new Map<string, string>(); // source -> id, for the mappings below
-
-    // 1. Instructions no file declares any more go, with their CID mappings.
-    const gone = existing.filter((row) => !wanted.has(row.source));
-    const goneIds = new Set(gone.map((row) => row.id));
-    for (const row of gone) {
-      q.detachAll.run(row.id);
-      q.remove.run(row.id);
-      changes.deleted.push({ id: row.id, source: row.source, name: row.name, version: row.version });
-    }
-
-    // 2. Created and updated instructions.
-    for (const inst of desired) {
-      const json = inst.requirementsJson;
-      const row = bySource.get(inst.source);
-      if (!row) {
-        const id = Bun.randomUUIDv7();
-        ids.set(inst.source, id);
-        q.insert.run(id, inst.name, inst.description, json, inst.source, stamp, stamp);
-        changes.created.push({ id, source: inst.source, name: inst.name, version: 1 });
-        continue;
-      }
-      ids.set(inst.source, row.id);
-      const same =
-        row.name === inst.name &&
-        (row.description ?? null) === inst.description &&
-        // Same text is the common case; key order written by someone else still counts as the same.
-        (row.requirements === json || canonicalJson(JSON.parse(row.requirements)) === canonicalJson(inst.requirements));
-      if (same) continue;
-      q.update.run(inst.name, inst.description, json, row.version + 1, stamp, row.id);
-      changes.updated.push({ id: row.id, source: inst.source, name: inst.name, version: row.version + 1 });
-    }
-
-    // 3. CID mappings: detach what moved or went, then attach what is new.
-    const want = new Map<string, { id: string; source: string }>();
-    for (const inst of desired) {
-      const id = ids.get(inst.source)!;
-      for (const claim of inst.cids) want.set(claim.cid, { id, source: inst.source });
-    }
-    for (const [cid, id] of mapped) {
-      if (goneIds.has(id)) {
-        changes.cidsDetached++; // removed with its instruction above
-      } else if (want.get(cid)?.id !== id) {
-        q.detach.run(cid);
-        changes.cidsDetached++;
-      }
-    }
-    for (const [cid, target] of want) {
-      if (mapped.get(cid) === target.id) continue;
-      q.attach.run(cid, target.id, target.source, stamp);
-      changes.cidsAttached++;
-    }
-    return { ok: true, changes };
-  })();
-  // The gateway's catalog must not answer from what this just replaced.
-  if (result.ok && changed(result.changes)) catalogChanged();
-  return result;
-}
-
-interface InstructionRow {
-  id: string;
-  version: number;
-  name: string;
-  description: string | null;
-  requirements: string;
-  source: string;
-}
-
-/**
- * Plain prepared statements rather than drizzle's builder: a cold reconcile
- * writes tens of thousands of rows and building each statement costs more
- * than running it. Column names follow db/schema.ts.
- */
-function buildStatements(sql: Database) {
+export function reconcile(
+  instructions: Pick<InstructionStore, "syncFiles">,
+  desired: readonly DesiredInstruction[],
+  now = new Date(),
+): SyncResult {
+  const result = instructions.syncFiles(desired, now);
+  if (result.ok) return result;
   return {
-    fileInstructions: sql.query<InstructionRow, []>(
-      "SELECT id, version, name, description, requirements, source FROM payment_instructions WHERE source LIKE 'file:%'",
-    ),
-    fileMappings: sql.query<{ cid: string; instructionId: string }, []>(
-      `SELECT m.cid AS cid, m.instruction_id AS instructionId FROM cid_mappings m
-       JOIN payment_instructions p ON p.id = m.instruction_id WHERE p.source LIKE 'file:%'`,
-    ),
-    ownerOf: sql.query<{ id: string; name: string }, [string]>(
-      "SELECT p.id AS id, p.name AS name FROM cid_mappings m JOIN payment_instructions p ON p.id = m.instruction_id WHERE m.cid = ?",
-    ),
-    insert: sql.query<never, [string, string, string | null, string, string, string, string]>(
-      `INSERT INTO payment_instructions (id, version, name, description, requirements, source, created_at, updated_at)
-       VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7)`,
-    ),
-    update: sql.query<never, [string, string | null, string, number, string, string]>(
-      "UPDATE payment_instructions SET name = ?1, description = ?2, requirements = ?3, version = ?4, updated_at = ?5 WHERE id = ?6",
-    ),
-    remove: sql.query<never, [string]>("DELETE FROM payment_instructions WHERE id = ?"),
-    detachAll: sql.query<never, [string]>("DELETE FROM cid_mappings WHERE instruction_id = ?"),
-    detach: sql.query<never, [string]>("DELETE FROM cid_mappings WHERE cid = ?"),
-    attach: sql.query<never, [string, string, string, string]>(
-      "INSERT INTO cid_mappings (cid, instruction_id, source, created_at) VALUES (?, ?, ?, ?)",
-    ),
+    ok: false,
+    errors: result.conflicts.map(({ instruction: inst, claim, owner }) => ({
+      ...pin(claim.at),
+      rule: "duplicate-cid",
+      message: `CID ${claim.cid}${claim.via ? ` (${claim.via})` : ""} of "${inst.key}" is already attached to payment instruction ${owner.id} ("${owner.name}", made through the API); detach it there or drop it here`,
+    })),
   };
-}
-
-const prepared = new WeakMap<Db, ReturnType<typeof buildStatements>>();
-
-function statements(db: Db) {
-  let s = prepared.get(db);
-  if (!s) prepared.set(db, (s = buildStatements(db.sqlite)));
-  return s;
 }

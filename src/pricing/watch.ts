@@ -11,8 +11,8 @@
  */
 import { statSync } from "node:fs";
 import { join } from "node:path";
-import type { Db } from "../db/client";
-import { type FolderWatcher, watchContent, watchFolder } from "../content/watch";
+import type { ContentStore } from "../content/store";
+import { type FolderWatcher, watchFolder } from "../content/watch";
 import type { Logger } from "../http/logging";
 import { findPricingFiles } from "./load";
 import type { Pricing } from "./service";
@@ -77,19 +77,18 @@ export interface Watchers {
   close(): Promise<void>;
 }
 
-/** Both watchers as the server runs them: new content re-runs pricing so `files:` globs pick it up. */
+/**
+ * Both watchers as the server runs them: the content store watches its own
+ * folder, and pricing re-runs after each re-index so `files:` globs pick up
+ * new content.
+ */
 export function startWatchers(opts: {
-  db: Db;
-  settings: { configDir: string; contentDir: string };
+  content: Pick<ContentStore, "watch">;
+  settings: { configDir: string };
   pricing: Pricing;
   log?: Logger;
 }): Watchers {
-  const content = watchContent({
-    db: opts.db,
-    contentDir: opts.settings.contentDir,
-    log: opts.log,
-    onIndexed: () => opts.pricing.reload("content"),
-  });
+  const content = opts.content.watch({ log: opts.log, onIndexed: () => opts.pricing.reload("content") });
   const config = watchPricing({ configDir: opts.settings.configDir, pricing: opts.pricing, log: opts.log });
   return {
     async close() {

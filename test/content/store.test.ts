@@ -3,19 +3,23 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, unlinkSync, utimesSync, wr
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cidOfBytes } from "../../src/content/cid";
-import { indexContent } from "../../src/content/indexer";
-import { listContent, lookupContent } from "../../src/content/store";
+import { type ContentStore, createContentStore } from "../../src/content/store";
+import { type CatalogChanges, createCatalogChanges } from "../../src/db/changes";
 import { type Db, openDb } from "../../src/db/client";
 
 let base: string;
 let dir: string;
 let db: Db;
+let changes: CatalogChanges;
+let content: ContentStore;
 
 beforeEach(() => {
   base = mkdtempSync(join(tmpdir(), "cidgate-store-"));
   dir = join(base, "content");
   mkdirSync(join(dir, "articles"), { recursive: true });
   db = openDb(":memory:");
+  changes = createCatalogChanges();
+  content = createContentStore(db, { contentDir: dir }, changes);
 });
 afterEach(() => {
   db.sqlite.close();
@@ -28,40 +32,52 @@ describe("content index", () => {
   test("indexes every regular file by CID with size and media type", async () => {
     writeFileSync(join(dir, "articles/a.md"), "# A\n");
     writeFileSync(join(dir, "b.png"), "not really a png");
-    const changes = await indexContent(db, dir);
+    const changes = await content.index();
     expect(changes.added.sort()).toEqual(["articles/a.md", "b.png"]);
 
-    const a = lookupContent(db, { contentDir: dir }, await cidOf("# A\n"));
+    const a = content.lookup(await cidOf("# A\n"));
     expect(a).toMatchObject({ absolutePath: join(dir, "articles/a.md"), size: 4, mediaType: "text/markdown" });
-    expect(lookupContent(db, { contentDir: dir }, await cidOf("not really a png"))?.mediaType).toBe("image/png");
-    expect(lookupContent(db, { contentDir: dir }, await cidOf("nothing"))).toBeUndefined();
-    expect(lookupContent(db, { contentDir: dir }, "not-a-cid")).toBeUndefined();
+    expect(content.lookup(await cidOf("not really a png"))?.mediaType).toBe("image/png");
+    expect(content.lookup(await cidOf("nothing"))).toBeUndefined();
+    expect(content.lookup("not-a-cid")).toBeUndefined();
   });
 
   test("a file is hashed once per change, never again while unchanged", async () => {
     writeFileSync(join(dir, "a.txt"), "one");
-    await indexContent(db, dir);
+    await content.index();
     // Plant a marker CID: if a later pass re-hashed the unchanged file, the marker would vanish.
     db.sqlite.run("UPDATE content_files SET cid = 'marker' WHERE path = 'a.txt'");
-    const again = await indexContent(db, dir);
+    const again = await content.index();
     expect(again).toMatchObject({ added: [], changed: [], removed: [], unchanged: 1 });
-    expect(listContent(db)).toEqual([{ path: "a.txt", cid: "marker" }]);
+    expect(content.list()).toEqual([{ path: "a.txt", cid: "marker" }]);
 
     writeFileSync(join(dir, "a.txt"), "two!");
     const later = new Date(Date.now() + 5000);
     utimesSync(join(dir, "a.txt"), later, later);
-    expect((await indexContent(db, dir)).changed).toEqual(["a.txt"]);
-    expect(listContent(db)).toEqual([{ path: "a.txt", cid: await cidOf("two!") }]);
+    expect((await content.index()).changed).toEqual(["a.txt"]);
+    expect(content.list()).toEqual([{ path: "a.txt", cid: await cidOf("two!") }]);
+  });
+
+  test("the catalog signal moves once per re-index that wrote, never for one that did not", async () => {
+    writeFileSync(join(dir, "a.txt"), "one");
+    writeFileSync(join(dir, "b.txt"), "two");
+    await content.index();
+    expect(changes.generation).toBe(1); // two rows, one transaction
+    await content.index();
+    expect(changes.generation).toBe(1);
+    unlinkSync(join(dir, "a.txt"));
+    await content.index();
+    expect(changes.generation).toBe(2);
   });
 
   test("a vanished file leaves the index; the folder missing means nothing to serve", async () => {
     writeFileSync(join(dir, "a.txt"), "one");
-    await indexContent(db, dir);
+    await content.index();
     unlinkSync(join(dir, "a.txt"));
-    expect((await indexContent(db, dir)).removed).toEqual(["a.txt"]);
-    expect(lookupContent(db, { contentDir: dir }, await cidOf("one"))).toBeUndefined();
+    expect((await content.index()).removed).toEqual(["a.txt"]);
+    expect(content.lookup(await cidOf("one"))).toBeUndefined();
     rmSync(dir, { recursive: true });
-    expect(await indexContent(db, dir)).toMatchObject({ added: [], removed: [], errors: [] });
+    expect(await content.index()).toMatchObject({ added: [], removed: [], errors: [] });
   });
 
   test("nothing outside the folder is indexed: links are not followed, hidden names are skipped", async () => {
@@ -77,26 +93,26 @@ describe("content index", () => {
     writeFileSync(join(dir, ".git/config"), "[core]");
     writeFileSync(join(dir, "ok.txt"), "fine");
 
-    await indexContent(db, dir);
-    expect(listContent(db).map((r) => r.path)).toEqual(["ok.txt"]);
+    await content.index();
+    expect(content.list().map((r) => r.path)).toEqual(["ok.txt"]);
     for (const text of ["top secret", "also secret", "KEY=1", "[core]"]) {
-      expect(lookupContent(db, { contentDir: dir }, await cidOf(text))).toBeUndefined();
+      expect(content.lookup(await cidOf(text))).toBeUndefined();
     }
   });
 
   test("a stored path that would leave the folder is refused, not served", async () => {
     db.sqlite.run("INSERT INTO content_files (path, cid, size, mtime_ms, media_type) VALUES ('../secret.txt', 'x', 1, 1, 'text/plain')");
-    expect(lookupContent(db, { contentDir: dir }, "x")).toBeUndefined();
+    expect(content.lookup("x")).toBeUndefined();
   });
 
   test("any spelling of the CID finds the file; duplicates resolve to one file", async () => {
     writeFileSync(join(dir, "a.txt"), "same");
     writeFileSync(join(dir, "b.txt"), "same");
-    await indexContent(db, dir);
+    await content.index();
     const cid = await cidOf("same");
     const { base36 } = await import("multiformats/bases/base36");
     const { CID } = await import("multiformats/cid");
     const other = CID.parse(cid).toString(base36);
-    expect([join(dir, "a.txt"), join(dir, "b.txt")]).toContain(lookupContent(db, { contentDir: dir }, other)!.absolutePath);
+    expect([join(dir, "a.txt"), join(dir, "b.txt")]).toContain(content.lookup(other)!.absolutePath);
   });
 });

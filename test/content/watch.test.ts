@@ -3,19 +3,22 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cidOfBytes } from "../../src/content/cid";
-import { lookupContent } from "../../src/content/store";
-import { type FolderWatcher, watchContent } from "../../src/content/watch";
+import { type ContentStore, createContentStore } from "../../src/content/store";
+import type { FolderWatcher } from "../../src/content/watch";
+import { createCatalogChanges } from "../../src/db/changes";
 import { type Db, openDb } from "../../src/db/client";
 
 let dir: string;
 let db: Db;
+let content: ContentStore;
 let watcher: FolderWatcher;
 let notified = 0;
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "cidgate-watch-"));
   db = openDb(":memory:");
-  watcher = watchContent({ db, contentDir: dir, onIndexed: () => void notified++ });
+  content = createContentStore(db, { contentDir: dir }, createCatalogChanges());
+  watcher = content.watch({ onIndexed: () => void notified++ });
 });
 afterAll(async () => {
   await watcher.close();
@@ -36,15 +39,15 @@ test("files that appear, change and vanish while running are indexed within a se
   const v1 = await cidOf("first");
   const v2 = await cidOf("second, longer");
   writeFileSync(join(dir, "a.txt"), "first");
-  await within1s(() => lookupContent(db, { contentDir: dir }, v1) !== undefined);
+  await within1s(() => content.lookup(v1) !== undefined);
   expect(notified).toBe(1);
 
   writeFileSync(join(dir, "a.txt"), "second, longer");
-  await within1s(() => lookupContent(db, { contentDir: dir }, v2) !== undefined);
-  expect(lookupContent(db, { contentDir: dir }, v1)).toBeUndefined();
+  await within1s(() => content.lookup(v2) !== undefined);
+  expect(content.lookup(v1)).toBeUndefined();
 
   rmSync(join(dir, "a.txt"));
-  await within1s(() => lookupContent(db, { contentDir: dir }, v2) === undefined);
+  await within1s(() => content.lookup(v2) === undefined);
   expect(notified).toBe(3);
 
   // A temp file that is never renamed into place is never indexed, and does not wake pricing.

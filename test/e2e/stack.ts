@@ -10,14 +10,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { erc20Abi } from "viem";
 import { type Devnet, localPublicClient, startDevnet } from "../../src/chain/devnet";
-import { indexContent } from "../../src/content/indexer";
 import { openDb } from "../../src/db/client";
 import { createLocalFacilitator } from "../../src/facilitator/local";
 import type { Facilitator } from "../../src/facilitator/types";
 import { createLogger } from "../../src/http/logging";
-import { attachCid, createInstruction } from "../../src/instructions/service";
 import { startServer } from "../../src/server";
 import { loadSettings } from "../../src/settings";
+import { createStores } from "../../src/stores";
 
 export const STACK_JWT_SECRET = "stack-secret-stack-secret-stack-secret-01";
 
@@ -55,8 +54,9 @@ export async function createTestStack(options: StackOptions) {
 
     mkdirSync(settings.contentDir, { recursive: true });
     for (const [name, bytes] of Object.entries(options.files)) writeFileSync(join(settings.contentDir, name), bytes);
-    await indexContent(db, settings.contentDir);
-    const instruction = createInstruction(db, {
+    const stores = createStores(db, settings);
+    await stores.content.index();
+    const instruction = stores.instructions.create({
       name: "Access fee",
       description: "Access fee",
       requirements: [{ network: "base-sepolia", asset: devnet.token, pay_to: devnet.seller.address, amount: options.amount ?? "10000" }],
@@ -66,11 +66,11 @@ export async function createTestStack(options: StackOptions) {
       const row = db.sqlite.query<{ cid: string }, [string]>("SELECT cid FROM content_files WHERE path = ?").get(name);
       if (!row) throw new Error(`${name} was not indexed`);
       cids[name] = row.cid;
-      attachCid(db, instruction.id, row.cid);
+      stores.instructions.attachCid(instruction.id, row.cid);
     }
 
     // The production server (src/server.ts): Bun's router for the gateway, the request log, the limits.
-    const running = await startServer({ settings, db, log: createLogger("silent"), jwtSecret: STACK_JWT_SECRET, facilitator, pricing: false });
+    const running = await startServer({ settings, db, stores, log: createLogger("silent"), jwtSecret: STACK_JWT_SECRET, facilitator, pricing: false });
     const { url, app } = running;
 
     const chain = localPublicClient(devnet.rpcUrl);
@@ -81,6 +81,8 @@ export async function createTestStack(options: StackOptions) {
       url,
       app,
       db,
+      /** The app's stores: write through these so its catalog sees the change at once. */
+      stores,
       settings,
       devnet,
       facilitator,

@@ -7,13 +7,11 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { indexContent } from "../../src/content/indexer";
 import { type Db, openDb } from "../../src/db/client";
 import { createCatalog, DATA_VERSION_CHECK_MS } from "../../src/gateway/catalog";
-import { attachCid, createInstruction, detachCid, updateInstruction } from "../../src/instructions/service";
-import { createPaymentStore } from "../../src/ledger/store";
 import { reconcile } from "../../src/pricing/sync";
 import { loadSettings } from "../../src/settings";
+import { createStores, type Stores } from "../../src/stores";
 
 const USDC = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
 const SELLER = "0x1111111111111111111111111111111111111111";
@@ -21,6 +19,7 @@ const requirement = (amount: string) => ({ network: "base-sepolia" as const, ass
 
 let dir: string;
 let db: Db;
+let stores: Stores;
 let other: Db;
 let settings: ReturnType<typeof loadSettings>;
 let cid: string;
@@ -29,10 +28,11 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "cidgate-catalog-"));
   settings = loadSettings({ CIDGATE_DB: join(dir, "db.sqlite"), PUBLIC_URL: "https://gw.example.com", CIDGATE_CONTENT_DIR: join(dir, "content") });
   db = openDb(settings.db);
+  stores = createStores(db, settings);
   other = openDb(settings.db); // stands for a CLI writing the same file
   mkdirSync(settings.contentDir);
   writeFileSync(join(settings.contentDir, "a.txt"), "paid words\n");
-  await indexContent(db, settings.contentDir);
+  await stores.content.index();
   cid = db.sqlite.query<{ cid: string }, []>("SELECT cid FROM content_files").get()!.cid;
 });
 
@@ -44,29 +44,30 @@ afterAll(() => {
 
 const priceOf = (c: ReturnType<typeof createCatalog>) => c.lookup(cid)?.required.accepts[0]?.amount;
 
-test("writes through the services are seen on the very next lookup", () => {
-  const catalog = createCatalog(db, settings);
+test("writes through the stores are seen on the very next lookup", () => {
+  const catalog = createCatalog(db, stores, settings);
   expect(catalog.lookup(cid)).toBeUndefined(); // not priced yet (and that answer is cached)
-  const inst = createInstruction(db, { name: "fee", requirements: [requirement("100")] });
-  attachCid(db, inst.id, cid);
+  const { instructions } = stores;
+  const inst = instructions.create({ name: "fee", requirements: [requirement("100")] });
+  instructions.attachCid(inst.id, cid);
   expect(priceOf(catalog)).toBe(100n);
-  updateInstruction(db, inst.id, { requirements: [requirement("250")] });
+  instructions.update(inst.id, { requirements: [requirement("250")] });
   expect(priceOf(catalog)).toBe(250n);
-  detachCid(db, inst.id, cid);
+  instructions.detachCid(inst.id, cid);
   expect(catalog.lookup(cid)).toBeUndefined();
-  attachCid(db, inst.id, cid);
+  instructions.attachCid(inst.id, cid);
   expect(priceOf(catalog)).toBe(250n);
 });
 
 test("a pricing reload and a content re-index are seen on the next lookup", async () => {
-  const catalog = createCatalog(db, settings);
+  const catalog = createCatalog(db, stores, settings);
   expect(priceOf(catalog)).toBe(250n);
   // A file-declared instruction cannot take an API instruction's CID: price another file instead.
   writeFileSync(join(settings.contentDir, "b.txt"), "more paid words\n");
-  await indexContent(db, settings.contentDir);
+  await stores.content.index();
   const bCid = db.sqlite.query<{ cid: string }, [string]>("SELECT cid FROM content_files WHERE path = ?").get("b.txt")!.cid;
   expect(catalog.lookup(bCid)).toBeUndefined();
-  const result = reconcile(db, [
+  const result = reconcile(stores.instructions, [
     {
       key: "b",
       source: "file:p.yaml#b",
@@ -81,15 +82,15 @@ test("a pricing reload and a content re-index are seen on the next lookup", asyn
   expect(catalog.lookup(bCid)?.required.accepts[0]?.amount).toBe(7n);
   // The file changes on disk and is re-indexed: the old CID is no longer sold.
   writeFileSync(join(settings.contentDir, "b.txt"), "changed words\n");
-  await indexContent(db, settings.contentDir);
+  await stores.content.index();
   expect(catalog.lookup(bCid)).toBeUndefined();
 });
 
 test("a payment does not throw the cached offer away", () => {
-  const catalog = createCatalog(db, settings);
+  const catalog = createCatalog(db, stores, settings);
   const first = catalog.lookup(cid);
   expect(first).toBeDefined();
-  const claim = createPaymentStore(db).claim({
+  const claim = stores.payments.claim({
     network: "base-sepolia",
     asset: USDC,
     payer: SELLER,
@@ -104,12 +105,12 @@ test("a payment does not throw the cached offer away", () => {
     proofHash: "h",
   });
   expect(claim.claimed).toBe(true);
-  createPaymentStore(db).markSettled(claim.payment.id, `0x${"cd".repeat(32)}`);
+  stores.payments.markSettled(claim.payment.id, `0x${"cd".repeat(32)}`);
   expect(catalog.lookup(cid)).toBe(first!); // the very same object: nothing was rebuilt
 });
 
 test("a commit by another connection is seen within DATA_VERSION_CHECK_MS", async () => {
-  const catalog = createCatalog(db, settings);
+  const catalog = createCatalog(db, stores, settings);
   expect(priceOf(catalog)).toBe(250n);
   // Raw SQL on the other connection: this process's generation does not move.
   other.sqlite.run("UPDATE payment_instructions SET requirements = ?, version = version + 1", [JSON.stringify([requirement("999")])]);

@@ -1,7 +1,7 @@
 /**
  * Shared set-up for gateway tests: settings over a temporary content folder,
- * real content indexing and real instructions (through their services), an
- * app from createApp, and proofs signed with a real key (viem), including
+ * real content indexing and real instructions (through the app's stores), an
+ * app from createApp over those stores, and proofs signed with a real key (viem), including
  * the deliberately wrong ones the tests need.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -11,12 +11,11 @@ import { getAddress, type Hex } from "viem";
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { createApp } from "../../src/app";
 import { NETWORKS, type NetworkName } from "../../src/chain/networks";
-import { indexContent } from "../../src/content/indexer";
 import { type Db, openDb } from "../../src/db/client";
 import type { Facilitator } from "../../src/facilitator/types";
 import { createLogger } from "../../src/http/logging";
-import { attachCid, createInstruction } from "../../src/instructions/service";
 import { loadSettings, type Settings } from "../../src/settings";
+import { createStores, type Stores } from "../../src/stores";
 import { randomNonce, signAuthorization } from "../support/authorization";
 
 export const JWT_SECRET = "test-secret-test-secret-test-secret-0123";
@@ -26,6 +25,8 @@ export interface Fixture {
   dir: string;
   settings: Settings;
   db: Db;
+  /** Shared with every app made by makeApp, so its catalog sees the writes made here. */
+  stores: Stores;
   cleanup(): void;
 }
 
@@ -44,6 +45,7 @@ export function fixture(env: Record<string, string> = {}): Fixture {
     dir,
     settings,
     db,
+    stores: createStores(db, settings),
     cleanup() {
       db.sqlite.close();
       rmSync(dir, { recursive: true, force: true });
@@ -56,7 +58,7 @@ export async function addContent(f: Fixture, files: Record<string, string | Uint
   const { mkdirSync } = await import("node:fs");
   mkdirSync(f.settings.contentDir, { recursive: true });
   for (const [name, bytes] of Object.entries(files)) writeFileSync(join(f.settings.contentDir, name), bytes);
-  await indexContent(f.db, f.settings.contentDir);
+  await f.stores.content.index();
   const out: Record<string, string> = {};
   for (const name of Object.keys(files)) {
     const row = f.db.sqlite.query<{ cid: string }, [string]>("SELECT cid FROM content_files WHERE path = ?").get(name);
@@ -76,7 +78,7 @@ export interface Price {
 
 /** Creates an instruction with these requirements and attaches `cid` to it. */
 export function price(f: Fixture, cid: string, prices: Price[], name = "Access fee") {
-  const instruction = createInstruction(f.db, {
+  const instruction = f.stores.instructions.create({
     name,
     description: "Access fee",
     requirements: prices.map((p) => {
@@ -90,12 +92,12 @@ export function price(f: Fixture, cid: string, prices: Price[], name = "Access f
       };
     }),
   });
-  attachCid(f.db, instruction.id, cid);
+  f.stores.instructions.attachCid(instruction.id, cid);
   return instruction;
 }
 
 export function makeApp(f: Fixture, facilitator: Facilitator) {
-  return createApp({ settings: f.settings, db: f.db, log: createLogger("silent"), jwtSecret: JWT_SECRET, facilitator });
+  return createApp({ settings: f.settings, db: f.db, stores: f.stores, log: createLogger("silent"), jwtSecret: JWT_SECRET, facilitator });
 }
 
 export const newAccount = (): PrivateKeyAccount => privateKeyToAccount(generatePrivateKey());

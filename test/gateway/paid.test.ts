@@ -7,7 +7,6 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { decodePaymentResponseHeader } from "@x402/core/http";
 import { privateKeyToAccount } from "viem/accounts";
 import { localPublicClient } from "../../src/chain/devnet";
-import { createPaymentStore } from "../../src/ledger/store";
 import { createTestStack, type TestStack } from "../e2e/stack";
 import { signProof } from "./fixtures";
 
@@ -54,7 +53,7 @@ describe("paying on the local chain", () => {
     expect(onChain.status).toBe("success");
     expect(await stack.balanceOf(seller)).toBe(sellerBefore + 10000n);
     expect(await stack.balanceOf(payer)).toBe(buyerBefore - 10000n);
-    const row = createPaymentStore(stack.db).find({ network: "base-sepolia", asset: stack.devnet.token, payer, nonce: p.nonce.toLowerCase() })!;
+    const row = stack.stores.payments.find({ network: "base-sepolia", asset: stack.devnet.token, payer, nonce: p.nonce.toLowerCase() })!;
     expect(row).toMatchObject({
       state: "settled",
       txHash: receipt.transaction,
@@ -120,7 +119,7 @@ describe("paying on the local chain", () => {
     const res = await fetch(url("third.txt"), { method: "HEAD", headers: { "X-PAYMENT": p.header } });
     expect(res.status).toBe(402);
     expect(await stack.balanceOf(buyer(2).address)).toBe(before);
-    expect(createPaymentStore(stack.db).find({ network: "base-sepolia", asset: stack.devnet.token, payer: buyer(2).address, nonce: p.nonce.toLowerCase() })).toBeUndefined();
+    expect(stack.stores.payments.find({ network: "base-sepolia", asset: stack.devnet.token, payer: buyer(2).address, nonce: p.nonce.toLowerCase() })).toBeUndefined();
   });
 
   test("50 concurrent requests with one proof: one settlement, every request served", async () => {
@@ -142,11 +141,10 @@ describe("paying on the local chain", () => {
 
 describe("a price change after payment", () => {
   test("a paid proof still serves its CID; new proofs must pay the new price", async () => {
-    const { updateInstruction, getInstruction } = await import("../../src/instructions/service");
     const p = await proof(0, 1);
     expect((await fetch(url("third.txt"), { headers: { "X-PAYMENT": p.header } })).status).toBe(200);
-    const current = getInstruction(stack.db, stack.instruction.id);
-    updateInstruction(stack.db, current.id, { requirements: [{ ...current.requirements[0], amount: "20000" }] });
+    const current = stack.stores.instructions.get(stack.instruction.id);
+    stack.stores.instructions.update(current.id, { requirements: [{ ...current.requirements[0], amount: "20000" }] });
     try {
       const again = await fetch(url("third.txt"), { headers: { "X-PAYMENT": p.header } });
       expect(again.status).toBe(200);
@@ -155,7 +153,7 @@ describe("a price change after payment", () => {
       expect(cheap.status).toBe(403);
       expect(((await cheap.json()) as any).reason).toBe("invalid_exact_evm_authorization_value");
     } finally {
-      updateInstruction(stack.db, current.id, { requirements: current.requirements });
+      stack.stores.instructions.update(current.id, { requirements: current.requirements });
     }
   });
 });

@@ -11,7 +11,6 @@ import { decodeProof } from "../../src/gateway/proof";
 import { createPurchase } from "../../src/gateway/purchase";
 import type { Facilitator } from "../../src/facilitator/types";
 import { createLedgerSettler } from "../../src/ledger/settler";
-import { createPaymentStore } from "../../src/ledger/store";
 import { addContent, type Fixture, fixture, newAccount, price, signProof } from "./fixtures";
 
 const neverCalled: Facilitator = {
@@ -37,9 +36,9 @@ afterAll(() => f?.cleanup());
 
 /** A purchase core whose clock reads `now`. */
 function purchaseAt(now: number) {
-  const payments = createPaymentStore(f.db);
+  const { payments } = f.stores;
   const settler = createLedgerSettler({ payments, facilitator: neverCalled, timeoutMs: 1000 });
-  return createPurchase({ catalog: createCatalog(f.db, f.settings), payments, settler, now: () => now });
+  return createPurchase({ catalog: createCatalog(f.db, f.stores, f.settings), payments, settler, now: () => now });
 }
 
 describe("a settled proof re-presented", () => {
@@ -47,7 +46,7 @@ describe("a settled proof re-presented", () => {
     const p = await signProof({ version: 1, account: buyer, asset: USDC, payTo: seller.address, amount: "10000", validAfter: 0, validBefore: VALID_BEFORE });
     const decoded = decodeProof(p.header);
     if (!decoded.ok) throw new Error("did not decode");
-    const payments = createPaymentStore(f.db);
+    const { payments } = f.stores;
     const claim = payments.claim({
       network: "base-sepolia",
       asset: USDC,

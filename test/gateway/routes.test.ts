@@ -9,7 +9,6 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { decodePaymentRequiredHeader } from "@x402/core/http";
 import { createHttpFacilitator } from "../../src/facilitator/client";
 import type { Facilitator } from "../../src/facilitator/types";
-import { createPaymentStore } from "../../src/ledger/store";
 import {
   addContent,
   deadUrl,
@@ -131,11 +130,10 @@ describe("402", () => {
 
   test("a price change shows in the next 402 (no stale cache)", async () => {
     const { app } = appWith({} as Facilitator);
-    const { updateInstruction, getInstructionForCid } = await import("../../src/instructions/service");
     const cid = (await addContent(f, { "changing.txt": "price moves" }))["changing.txt"];
     const instr = price(f, cid, [{ payTo: seller, amount: "10000", asset: TOKEN }], "changing");
     expect(((await (await app.handle(req(`/x402/cid/${cid}`))).json()) as any).accepts[0].maxAmountRequired).toBe("10000");
-    updateInstruction(f.db, instr.id, { requirements: [{ ...getInstructionForCid(f.db, cid)!.requirements[0], amount: "20000" }] });
+    f.stores.instructions.update(instr.id, { requirements: [{ ...f.stores.instructions.forCid(cid)!.requirements[0], amount: "20000" }] });
     expect(((await (await app.handle(req(`/x402/cid/${cid}`))).json()) as any).accepts[0].maxAmountRequired).toBe("20000");
   });
 
@@ -243,7 +241,7 @@ describe("a broken facilitator: 500 or 403, no content, the proof can be present
     expect(first.status).toBe(status);
     if (status === 500) expect(first.body.error.code).toBe("facilitator_unavailable");
     else expect(first.body.reason).toBe(fault === "settleFails" ? "invalid_transaction_state" : "insufficient_funds");
-    const row = createPaymentStore(f.db).find({ network: "base-sepolia", asset: TOKEN, payer: buyer.address, nonce: signed.nonce.toLowerCase() })!;
+    const row = f.stores.payments.find({ network: "base-sepolia", asset: TOKEN, payer: buyer.address, nonce: signed.nonce.toLowerCase() })!;
     expect(row.state).toBe("failed");
     expect(row.txHash).toBeNull();
     // Released: the same proof reaches the facilitator again instead of being refused as used.

@@ -13,7 +13,6 @@ import { createApp } from "../../src/app";
 import { localPublicClient } from "../../src/chain/devnet";
 import { FacilitatorUnavailableError, type SettleResponse } from "../../src/facilitator/types";
 import { createLogger } from "../../src/http/logging";
-import { createPaymentStore } from "../../src/ledger/store";
 import { createTestStack, STACK_JWT_SECRET, type TestStack } from "../e2e/stack";
 import { signProof } from "./fixtures";
 
@@ -55,7 +54,7 @@ afterAll(async () => {
 const url = (name: string) => `${stack.url}/x402/cid/${stack.cids[name]}`;
 const buyer = (i: number) => privateKeyToAccount(stack.devnet.buyers[i].privateKey);
 const proof = (i: number) => signProof({ version: 1, account: buyer(i), asset: stack.devnet.token, payTo: stack.devnet.seller.address, amount: "10000" });
-const rowOf = (i: number, nonce: string) => createPaymentStore(stack.db).find({ network: "base-sepolia", asset: stack.devnet.token, payer: buyer(i).address, nonce: nonce.toLowerCase() })!;
+const rowOf = (i: number, nonce: string) => stack.stores.payments.find({ network: "base-sepolia", asset: stack.devnet.token, payer: buyer(i).address, nonce: nonce.toLowerCase() })!;
 const rpc = () => localPublicClient(stack.devnet.rpcUrl);
 
 /** Transfers of the token from the buyer to the seller, on chain. */
@@ -90,7 +89,7 @@ const mine = () => rpc().request({ method: "evm_mine" as any, params: [] as any 
 
 /** The same app without RPC_URL: unconfirmed settlements are resolved by the facilitator alone. */
 const appWithoutRpc = () =>
-  createApp({ settings: { ...stack.settings, rpcUrl: undefined }, db: stack.db, log: createLogger("silent"), jwtSecret: STACK_JWT_SECRET, facilitator: stack.facilitator });
+  createApp({ settings: { ...stack.settings, rpcUrl: undefined }, db: stack.db, stores: stack.stores, log: createLogger("silent"), jwtSecret: STACK_JWT_SECRET, facilitator: stack.facilitator });
 
 describe("the settle answer is lost after the transaction went out", () => {
   test("500 first; the same proof again gets the file, with the real transaction, charged once", async () => {

@@ -40,7 +40,7 @@ beforeAll(async () => {
   ({ "a.txt": cid } = await addContent(f, { "a.txt": "paid words\n" }));
   price(f, cid, [{ payTo: newAccount().address, amount: "10000" }]);
   const log = createLogger("info", out.destination);
-  server = await startServer({ settings: f.settings, db: f.db, log, jwtSecret: JWT_SECRET, facilitator: unusedFacilitator, pricing: false });
+  server = await startServer({ settings: f.settings, db: f.db, stores: f.stores, log, jwtSecret: JWT_SECRET, facilitator: unusedFacilitator, pricing: false });
   base = server.url;
 });
 

@@ -8,6 +8,7 @@ import type { Facilitator } from "../../src/facilitator/types";
 import { createToken, type Scope } from "../../src/http/auth";
 import { createLogger, withRequestLog } from "../../src/http/logging";
 import { loadSettings } from "../../src/settings";
+import { createStores } from "../../src/stores";
 
 export const SECRET = "test-secret-that-is-long-enough-0123456789";
 export const BASE_SEPOLIA_USDC = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
@@ -42,7 +43,8 @@ export async function makeHarness(env: Record<string, string> = {}) {
       }
     },
   });
-  const app = createApp({ settings, db, log, jwtSecret: SECRET, facilitator: unusedFacilitator });
+  const stores = createStores(db, settings);
+  const app = createApp({ settings, db, stores, log, jwtSecret: SECRET, facilitator: unusedFacilitator });
   // As src/index.ts serves it: through the request-log wrapper.
   const serve = withRequestLog((request) => app.handle(request), log);
   const tokens = {
@@ -91,5 +93,5 @@ export async function makeHarness(env: Record<string, string> = {}) {
     });
   }
 
-  return { app, db, settings, tokens, token, call, create, snapshot, logLines };
+  return { app, db, stores, settings, tokens, token, call, create, snapshot, logLines };
 }

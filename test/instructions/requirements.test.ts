@@ -1,6 +1,5 @@
 import { describe, expect, test } from "bun:test";
 import { normalizeRequirement, normalizeRequirements } from "../../src/instructions/requirements";
-import { getInstructionForCid } from "../../src/instructions/service";
 import { loadSettings } from "../../src/settings";
 import { BASE_SEPOLIA_USDC, BASE_USDC, CID_V1, makeHarness, PAY_TO, PREFIX } from "./harness";
 
@@ -54,18 +53,38 @@ describe("normalizeRequirement (shared with the pricing loader)", () => {
   });
 });
 
-describe("getInstructionForCid (the gateway's read)", () => {
+describe("forCid (the gateway's read)", () => {
   test("finds the instruction by any spelling of the CID; undefined for unknown or invalid", async () => {
     const h = await makeHarness();
     const pi = await h.create();
     await h.call("PUT", `${PREFIX}/${pi.id}/cids/${CID_V1}`);
-    const found = getInstructionForCid(h.db, CID_V1);
+    const found = h.stores.instructions.forCid(CID_V1);
     expect(found).toMatchObject({ id: pi.id, version: 1, name: "Premium", source: "api" });
     expect(found?.requirements[0]).toEqual({ network: "base-sepolia", asset: BASE_SEPOLIA_USDC, pay_to: PAY_TO, amount: "10000" });
     const { CID } = await import("multiformats/cid");
     const { base36 } = await import("multiformats/bases/base36");
-    expect(getInstructionForCid(h.db, CID.parse(CID_V1).toString(base36))?.id).toBe(pi.id);
-    expect(getInstructionForCid(h.db, "bafkreiaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")).toBeUndefined();
-    expect(getInstructionForCid(h.db, "nope")).toBeUndefined();
+    expect(h.stores.instructions.forCid(CID.parse(CID_V1).toString(base36))?.id).toBe(pi.id);
+    expect(h.stores.instructions.forCid("bafkreiaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")).toBeUndefined();
+    expect(h.stores.instructions.forCid("nope")).toBeUndefined();
+  });
+});
+
+describe("the catalog signal", () => {
+  test("moves once per committed write; not for a write that changed nothing or was refused", async () => {
+    const h = await makeHarness();
+    const { changes, instructions } = h.stores;
+    const at = () => changes.generation;
+    const pi = await h.create();
+    expect(at()).toBe(1);
+    instructions.attachCid(pi.id, CID_V1);
+    expect(at()).toBe(2);
+    instructions.attachCid(pi.id, CID_V1); // idempotent repeat: nothing written
+    instructions.update(pi.id, { name: "Premium" }); // same name: nothing written
+    expect(() => instructions.remove(pi.id)).toThrow(); // 409: CIDs attached
+    expect(at()).toBe(2);
+    instructions.update(pi.id, { name: "Gold" });
+    instructions.detachCid(pi.id, CID_V1);
+    instructions.remove(pi.id);
+    expect(at()).toBe(5);
   });
 });

@@ -6,6 +6,7 @@ import { createToken } from "../../src/http/auth";
 import { createLogger } from "../../src/http/logging";
 import type { Pricing } from "../../src/pricing/service";
 import type { Settings } from "../../src/settings";
+import type { Stores } from "../../src/stores";
 
 export const SECRET = "pricing-test-secret-long-enough-0123456789";
 
@@ -16,10 +17,12 @@ const unusedFacilitator: Facilitator = {
   supported: () => Promise.reject(new Error("unused")),
 };
 
-export async function makeApp(opts: { settings: Settings; db: Db; pricing?: Pricing }) {
+/** `stores`: the ones pricing writes through, so the app's catalog sees its reloads at once. */
+export async function makeApp(opts: { settings: Settings; db: Db; stores?: Stores; pricing?: Pricing }) {
   const app = createApp({
     settings: opts.settings,
     db: opts.db,
+    stores: opts.stores,
     log: createLogger("silent"),
     jwtSecret: SECRET,
     facilitator: unusedFacilitator,

@@ -8,9 +8,9 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cidOfBytes } from "../../src/content/cid";
-import { indexContent } from "../../src/content/indexer";
 import { type Db, openDb } from "../../src/db/client";
 import { createPricing } from "../../src/pricing/service";
+import { createStores } from "../../src/stores";
 import { watchPricing } from "../../src/pricing/watch";
 import type { FolderWatcher } from "../../src/content/watch";
 import { makeApp } from "./app";
@@ -47,11 +47,12 @@ beforeAll(async () => {
     "p2.yaml",
     `instructions:\n  static:\n    name: static\n    payment_requirements: [{price: "$1", network: base, pay_to: "${PAY_TO}"}]\n    cids: [bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku]\n`,
   );
-  await indexContent(db, dirs.contentDir);
-  const pricing = createPricing({ db, settings: dirs.settings, env: {} });
+  const stores = createStores(db, dirs.settings);
+  await stores.content.index();
+  const pricing = createPricing({ ...stores, settings: dirs.settings, env: {} });
   expect(pricing.reload("start").result).toBe("applied");
   watcher = watchPricing({ configDir: dirs.configDir, pricing, debounceMs: 10 });
-  const made = await makeApp({ settings: dirs.settings, db, pricing });
+  const made = await makeApp({ settings: dirs.settings, db, stores, pricing });
   read = made.read;
   made.app.listen({ port: 0, hostname: "127.0.0.1" });
   server = { port: made.app.server!.port!, stop: async () => void (await made.app.stop(true)) };

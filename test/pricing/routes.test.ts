@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { type Db, openDb } from "../../src/db/client";
 import { createPricing } from "../../src/pricing/service";
+import { createStores } from "../../src/stores";
 import { makeApp } from "./app";
 import { CID_A, instruction, pricingFile, tempDirs } from "./helpers";
 
@@ -25,8 +26,9 @@ describe("GET /v3/x402/config", () => {
   });
 
   test("shows the last reload: time, result, changes and every error with its position", async () => {
-    const pricing = createPricing({ db, settings: dirs.settings, env: {} });
-    const { app, read, write } = await makeApp({ settings: dirs.settings, db, pricing });
+    const stores = createStores(db, dirs.settings);
+    const pricing = createPricing({ ...stores, settings: dirs.settings, env: {} });
+    const { app, read, write } = await makeApp({ settings: dirs.settings, db, stores, pricing });
     const get = async () =>
       (await (await app.handle(new Request("http://localhost/v3/x402/config", { headers: { authorization: `Bearer ${read}` } }))).json()) as {
         data: Record<string, any>;

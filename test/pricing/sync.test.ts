@@ -2,22 +2,25 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { type Db, openDb } from "../../src/db/client";
-import { attachCid, createInstruction, getInstructionForCid } from "../../src/instructions/service";
 import { createPricing } from "../../src/pricing/service";
+import { createStores, type Stores } from "../../src/stores";
 import { CID_A, CID_B, CID_C, instruction, PAY_TO, pricingFile, tempDirs, USDC } from "./helpers";
 
 let dirs: ReturnType<typeof tempDirs>;
 let db: Db;
+let stores: Stores;
 beforeEach(() => {
   dirs = tempDirs();
   db = openDb(":memory:");
+  stores = createStores(db, dirs.settings);
 });
 afterEach(() => {
   db.sqlite.close();
   dirs.cleanup();
 });
 
-const pricingFor = (database: Db) => createPricing({ db: database, settings: dirs.settings, env: {} });
+const pricingFor = (database: Db) =>
+  createPricing({ ...(database === db ? stores : createStores(database, dirs.settings)), settings: dirs.settings, env: {} });
 const totalChanges = (database: Db) => database.sqlite.query<{ n: number }, []>("SELECT total_changes() AS n").get()!.n;
 const rows = (database: Db) =>
   database.sqlite
@@ -35,11 +38,11 @@ describe("reconciling pricing files into the database", () => {
     expect(report).toMatchObject({ result: "applied", instructions: 2, cids: 3, errors: [] });
     expect(report.changes.created.map((c) => c.source)).toEqual(["file:a.yaml#one", "file:a.yaml#two"]);
     expect(report.changes.cidsAttached).toBe(3);
-    const one = getInstructionForCid(db, CID_B)!;
+    const one = stores.instructions.forCid(CID_B)!;
     expect(one).toMatchObject({ name: "one", version: 1, source: "file:a.yaml#one" });
     expect(one.requirements).toEqual([{ network: "base-sepolia", asset: USDC, pay_to: PAY_TO, amount: "10000" }]);
     expect(one.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-/); // UUIDv7
-    expect(getInstructionForCid(db, CID_C)?.requirements[0].amount).toBe("2000000");
+    expect(stores.instructions.forCid(CID_C)?.requirements[0].amount).toBe("2000000");
   });
 
   test("an unchanged reload writes nothing; a change bumps only that instruction's version", () => {
@@ -121,17 +124,17 @@ describe("reconciling pricing files into the database", () => {
     expect(r.errors).toHaveLength(1);
     expect(totalChanges(db)).toBe(writes);
     expect(rows(db)).toEqual(good);
-    expect(getInstructionForCid(db, CID_A)?.requirements[0].amount).toBe("10000");
+    expect(stores.instructions.forCid(CID_A)?.requirements[0].amount).toBe("10000");
     expect(pricing.status().lastGood?.trigger).toBe("start");
     expect(pricing.status().lastReload).toBe(r);
   });
 
   test("API-made instructions are never touched; a CID they hold rejects the reload naming both", () => {
-    const api = createInstruction(db, {
+    const api = stores.instructions.create({
       name: "by hand",
       requirements: [{ network: "base", asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", pay_to: PAY_TO, amount: "5" }],
     });
-    attachCid(db, api.id, CID_A);
+    stores.instructions.attachCid(api.id, CID_A);
 
     dirs.write("a.yaml", pricingFile(instruction("mine", { cids: [CID_B] })));
     const pricing = pricingFor(db);
@@ -145,12 +148,12 @@ describe("reconciling pricing files into the database", () => {
     expect(r.errors[0].file).toEndWith("config/a.yaml");
     expect(r.errors[0].message).toContain(api.id);
     expect(r.errors[0].message).toContain('"mine"');
-    expect(getInstructionForCid(db, CID_A)?.id).toBe(api.id);
-    expect(getInstructionForCid(db, CID_B)?.source).toBe("file:a.yaml#mine");
+    expect(stores.instructions.forCid(CID_A)?.id).toBe(api.id);
+    expect(stores.instructions.forCid(CID_B)?.source).toBe("file:a.yaml#mine");
 
     rmSync(join(dirs.configDir, "a.yaml"));
     pricing.reload("config");
     expect(rows(db).map((x) => x.source)).toEqual(["api"]);
-    expect(getInstructionForCid(db, CID_A)?.id).toBe(api.id);
+    expect(stores.instructions.forCid(CID_A)?.id).toBe(api.id);
   });
 });

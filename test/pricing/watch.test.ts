@@ -7,15 +7,15 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cidOfBytes } from "../../src/content/cid";
-import { indexContent } from "../../src/content/indexer";
 import { type Db, openDb } from "../../src/db/client";
-import { getInstructionForCid } from "../../src/instructions/service";
 import { createPricing, type Pricing } from "../../src/pricing/service";
 import { startWatchers, type Watchers } from "../../src/pricing/watch";
+import { createStores, type Stores } from "../../src/stores";
 import { CID_A, CID_B, CID_C, instruction, pricingFile, tempDirs } from "./helpers";
 
 let dirs: ReturnType<typeof tempDirs>;
 let db: Db;
+let stores: Stores;
 let pricing: Pricing;
 let watchers: Watchers;
 
@@ -23,10 +23,11 @@ beforeAll(async () => {
   dirs = tempDirs();
   db = openDb(":memory:");
   dirs.write("a.yaml", pricingFile(instruction("one", { cids: [CID_A] }), instruction("docs", { files: ["docs/*.md"] })));
-  await indexContent(db, dirs.contentDir);
-  pricing = createPricing({ db, settings: dirs.settings, env: {} });
+  stores = createStores(db, dirs.settings);
+  await stores.content.index();
+  pricing = createPricing({ ...stores, settings: dirs.settings, env: {} });
   expect(pricing.reload("start").result).toBe("applied");
-  watchers = startWatchers({ db, settings: dirs.settings, pricing });
+  watchers = startWatchers({ content: stores.content, settings: dirs.settings, pricing });
 });
 afterAll(async () => {
   await watchers.close();
@@ -44,8 +45,8 @@ async function within1s(check: () => boolean): Promise<number> {
   return performance.now() - start;
 }
 
-const amountOf = (cid: string) => getInstructionForCid(db, cid)?.requirements[0].amount;
-const idOf = (cid: string) => getInstructionForCid(db, cid)?.id;
+const amountOf = (cid: string) => stores.instructions.forCid(cid)?.requirements[0].amount;
+const idOf = (cid: string) => stores.instructions.forCid(cid)?.id;
 
 describe("watching pricing and content", () => {
   test("an editor's atomic save (write a temp file, rename over) serves within 1 s", async () => {
@@ -99,7 +100,7 @@ describe("watching pricing and content", () => {
     const cid = (await cidOfBytes(new TextEncoder().encode(text))).toString();
     dirs.write("docs/fresh.md", text, dirs.contentDir);
     await within1s(() => idOf(cid) !== undefined);
-    expect(getInstructionForCid(db, cid)?.source).toBe("file:a.yaml#docs");
+    expect(stores.instructions.forCid(cid)?.source).toBe("file:a.yaml#docs");
     rmSync(join(dirs.contentDir, "docs/fresh.md"));
     await within1s(() => idOf(cid) === undefined);
   });

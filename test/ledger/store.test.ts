@@ -1,21 +1,23 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { type Db, openDb } from "../../src/db/client";
-import { type PaymentClaim, createPaymentStore } from "../../src/ledger/store";
+import { type PaymentClaim, createPaymentStore, type PaymentStore } from "../../src/ledger/store";
 import { claim } from "./claims";
 
 let db: Db;
+let payments: PaymentStore;
 beforeEach(() => {
   db = openDb(":memory:");
+  payments = createPaymentStore(db);
 });
 afterEach(() => db.sqlite.close());
 
 describe("claims", () => {
   test("an authorization is claimed once; a second claim sees the pending row", () => {
     const c = claim();
-    const first = createPaymentStore(db).claim(c);
+    const first = payments.claim(c);
     expect(first.claimed).toBe(true);
     expect(first.payment.state).toBe("pending");
-    const second = createPaymentStore(db).claim({ ...c, cid: "other", proofHash: "b".repeat(64) });
+    const second = payments.claim({ ...c, cid: "other", proofHash: "b".repeat(64) });
     expect(second.claimed).toBe(false);
     expect(second.payment.id).toBe(first.payment.id);
     expect(second.payment.cid).toBe(c.cid);
@@ -23,7 +25,7 @@ describe("claims", () => {
 
   test("the database itself refuses a second row for one authorization", () => {
     const c = claim();
-    createPaymentStore(db).claim(c);
+    payments.claim(c);
     expect(() =>
       db.sqlite
         .query(
@@ -35,20 +37,20 @@ describe("claims", () => {
 
   test("a settled authorization is never claimed again", () => {
     const c = claim();
-    const { payment } = createPaymentStore(db).claim(c);
-    const settled = createPaymentStore(db).markSettled(payment.id, `0x${"ab".repeat(32)}`);
+    const { payment } = payments.claim(c);
+    const settled = payments.markSettled(payment.id, `0x${"ab".repeat(32)}`);
     expect(settled?.state).toBe("settled");
     expect(settled?.txHash).toBe(`0x${"ab".repeat(32)}`);
-    const again = createPaymentStore(db).claim(c);
+    const again = payments.claim(c);
     expect(again.claimed).toBe(false);
     expect(again.payment.state).toBe("settled");
   });
 
   test("a failed (released) authorization can be claimed again, keeping one row", () => {
     const c = claim();
-    const { payment } = createPaymentStore(db).claim(c);
-    expect(createPaymentStore(db).markFailed(payment.id, "facilitator unreachable")?.state).toBe("failed");
-    const again = createPaymentStore(db).claim({ ...c, cid: "bafkreianother" });
+    const { payment } = payments.claim(c);
+    expect(payments.markFailed(payment.id, "facilitator unreachable")?.state).toBe("failed");
+    const again = payments.claim({ ...c, cid: "bafkreianother" });
     expect(again.claimed).toBe(true);
     expect(again.payment.id).toBe(payment.id);
     expect(again.payment.cid).toBe("bafkreianother");
@@ -57,42 +59,42 @@ describe("claims", () => {
   });
 
   test("only a pending row changes state (a late answer cannot flip a settled row)", () => {
-    const { payment } = createPaymentStore(db).claim(claim());
-    createPaymentStore(db).markSettled(payment.id, "0xaa");
-    expect(createPaymentStore(db).markFailed(payment.id, "late")).toBeFalsy();
-    expect(createPaymentStore(db).find(payment)?.state).toBe("settled");
+    const { payment } = payments.claim(claim());
+    payments.markSettled(payment.id, "0xaa");
+    expect(payments.markFailed(payment.id, "late")).toBeFalsy();
+    expect(payments.find(payment)?.state).toBe("settled");
   });
 
   test("a pending row from an interrupted settlement (older than staleBefore) can be claimed again", () => {
     const c = claim();
-    const first = createPaymentStore(db).claim(c);
-    expect(createPaymentStore(db).claim(c, { staleBefore: "2000-01-01T00:00:00.000Z" }).claimed).toBe(false);
+    const first = payments.claim(c);
+    expect(payments.claim(c, { staleBefore: "2000-01-01T00:00:00.000Z" }).claimed).toBe(false);
     const later = new Date(Date.now() + 60_000).toISOString();
-    const again = createPaymentStore(db).claim(c, { staleBefore: later });
+    const again = payments.claim(c, { staleBefore: later });
     expect(again.claimed).toBe(true);
     expect(again.payment.id).toBe(first.payment.id);
   });
 
   test("validBefore beyond JS numbers is clamped, not wrapped", () => {
-    const { payment } = createPaymentStore(db).claim(claim({ validBefore: 2n ** 200n }));
+    const { payment } = payments.claim(claim({ validBefore: 2n ** 200n }));
     expect(payment.validBefore).toBe(Number.MAX_SAFE_INTEGER);
   });
 
   test("findPaymentByProof finds a row by authorization and signature hash, whatever the asset", () => {
     const c = claim({ proofHash: "c".repeat(64) });
-    createPaymentStore(db).claim(c);
-    expect(createPaymentStore(db).findByProof({ network: c.network, payer: c.payer, nonce: c.nonce, proofHash: c.proofHash })?.nonce).toBe(c.nonce);
-    expect(createPaymentStore(db).findByProof({ network: c.network, payer: c.payer, nonce: c.nonce, proofHash: "d".repeat(64) })).toBeUndefined();
+    payments.claim(c);
+    expect(payments.findByProof({ network: c.network, payer: c.payer, nonce: c.nonce, proofHash: c.proofHash })?.nonce).toBe(c.nonce);
+    expect(payments.findByProof({ network: c.network, payer: c.payer, nonce: c.nonce, proofHash: "d".repeat(64) })).toBeUndefined();
   });
 });
 
 describe("listing and totals", () => {
   test("keyset pages, newest first, cover every row once", () => {
-    for (let i = 0; i < 7; i++) createPaymentStore(db).claim(claim());
+    for (let i = 0; i < 7; i++) payments.claim(claim());
     const seen: number[] = [];
     let afterId: number | undefined;
     for (;;) {
-      const page = createPaymentStore(db).list({}, { limit: 3, afterId });
+      const page = payments.list({}, { limit: 3, afterId });
       seen.push(...page.items.map((p) => p.id));
       if (page.nextAfterId === undefined) break;
       afterId = page.nextAfterId;
@@ -101,38 +103,38 @@ describe("listing and totals", () => {
   });
 
   test("filters by cid, payer (any case), instruction, state and time", () => {
-    const a = createPaymentStore(db).claim(claim({ cid: "cidA", payer: "0xAbCdEf0000000000000000000000000000000001" })).payment;
-    const b = createPaymentStore(db).claim(claim({ cid: "cidB", instructionId: "other" })).payment;
-    createPaymentStore(db).markSettled(a.id, "0x01");
-    expect(createPaymentStore(db).list({ cid: "cidA" }, { limit: 10 }).items.map((p) => p.id)).toEqual([a.id]);
-    expect(createPaymentStore(db).list({ payer: "0xabcdef0000000000000000000000000000000001" }, { limit: 10 }).items.map((p) => p.id)).toEqual([a.id]);
-    expect(createPaymentStore(db).list({ instructionId: "other" }, { limit: 10 }).items.map((p) => p.id)).toEqual([b.id]);
-    expect(createPaymentStore(db).list({ state: "pending" }, { limit: 10 }).items.map((p) => p.id)).toEqual([b.id]);
-    expect(createPaymentStore(db).list({ createdFrom: "2999-01-01T00:00:00.000Z" }, { limit: 10 }).items).toEqual([]);
-    expect(createPaymentStore(db).list({ createdTo: "2999-01-01T00:00:00.000Z" }, { limit: 10 }).items).toHaveLength(2);
+    const a = payments.claim(claim({ cid: "cidA", payer: "0xAbCdEf0000000000000000000000000000000001" })).payment;
+    const b = payments.claim(claim({ cid: "cidB", instructionId: "other" })).payment;
+    payments.markSettled(a.id, "0x01");
+    expect(payments.list({ cid: "cidA" }, { limit: 10 }).items.map((p) => p.id)).toEqual([a.id]);
+    expect(payments.list({ payer: "0xabcdef0000000000000000000000000000000001" }, { limit: 10 }).items.map((p) => p.id)).toEqual([a.id]);
+    expect(payments.list({ instructionId: "other" }, { limit: 10 }).items.map((p) => p.id)).toEqual([b.id]);
+    expect(payments.list({ state: "pending" }, { limit: 10 }).items.map((p) => p.id)).toEqual([b.id]);
+    expect(payments.list({ createdFrom: "2999-01-01T00:00:00.000Z" }, { limit: 10 }).items).toEqual([]);
+    expect(payments.list({ createdTo: "2999-01-01T00:00:00.000Z" }, { limit: 10 }).items).toHaveLength(2);
   });
 
   test("totals sum settled payments per network and asset, exactly", () => {
     const usdc = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
     const other = "0x3333333333333333333333333333333333333333";
-    const settle = (c: PaymentClaim) => createPaymentStore(db).markSettled(createPaymentStore(db).claim(c).payment.id, "0x01");
+    const settle = (c: PaymentClaim) => payments.markSettled(payments.claim(c).payment.id, "0x01");
     settle(claim({ amount: "10000" }));
     settle(claim({ amount: "25000" }));
     settle(claim({ asset: other, amount: "5" }));
     settle(claim({ network: "base", amount: "7" }));
-    createPaymentStore(db).claim(claim({ amount: "999999" })); // pending: not revenue
-    expect(createPaymentStore(db).totals({})).toEqual([
+    payments.claim(claim({ amount: "999999" })); // pending: not revenue
+    expect(payments.totals({})).toEqual([
       { network: "base", asset: usdc, amount: "7", count: 1 },
       { network: "base-sepolia", asset: usdc, amount: "35000", count: 2 },
       { network: "base-sepolia", asset: other, amount: "5", count: 1 },
     ]);
-    expect(createPaymentStore(db).totals({ state: "pending" })).toEqual([]);
+    expect(payments.totals({ state: "pending" })).toEqual([]);
   });
 
   test("totals past 64-bit integers stay exact", () => {
     const big = (2n ** 63n).toString();
-    createPaymentStore(db).markSettled(createPaymentStore(db).claim(claim({ amount: big })).payment.id, "0x01");
-    createPaymentStore(db).markSettled(createPaymentStore(db).claim(claim({ amount: big })).payment.id, "0x01");
-    expect(createPaymentStore(db).totals({})[0].amount).toBe((2n ** 64n).toString());
+    payments.markSettled(payments.claim(claim({ amount: big })).payment.id, "0x01");
+    payments.markSettled(payments.claim(claim({ amount: big })).payment.id, "0x01");
+    expect(payments.totals({})[0].amount).toBe((2n ** 64n).toString());
   });
 });

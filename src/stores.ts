@@ -1,0 +1,31 @@
+/**
+ * The app's stores over one database, sharing one catalog signal: made once
+ * per app (src/server.ts, or createApp when none are given) and handed to
+ * everything that reads or writes what the gateway sells. Two sets over one
+ * database would each bump their own signal, and the catalog would miss the
+ * other's writes (same-connection commits do not move `data_version`).
+ */
+import { type ContentStore, createContentStore } from "./content/store";
+import { type CatalogChanges, createCatalogChanges } from "./db/changes";
+import type { Db } from "./db/client";
+import { createInstructionStore, type InstructionStore } from "./instructions/store";
+import { createPaymentStore, type PaymentStore } from "./ledger/store";
+import type { Settings } from "./settings";
+
+export interface Stores {
+  changes: CatalogChanges;
+  instructions: InstructionStore;
+  content: ContentStore;
+  /** The ledger: not part of the catalog, so its writes bump nothing. */
+  payments: PaymentStore;
+}
+
+export function createStores(db: Db, settings: Pick<Settings, "contentDir">): Stores {
+  const changes = createCatalogChanges();
+  return {
+    changes,
+    instructions: createInstructionStore(db, changes),
+    content: createContentStore(db, settings, changes),
+    payments: createPaymentStore(db),
+  };
+}
