@@ -31,25 +31,15 @@ const PREFIX = "/v3/x402/payment_instructions";
 if (args[0] === "--serve") await serve(args[1]);
 else await main();
 
-/** Child: the real app over the seeded file, on a free loopback port. */
+/** Child: the real server (src/server.ts) over the seeded file, on a free loopback port. */
 async function serve(dbPath: string) {
-  const { createApp } = await import("../src/app");
-  const { openDb } = await import("../src/db/client");
-  const { createLogger } = await import("../src/http/logging");
+  const { startServer } = await import("../src/server");
   const { loadSettings } = await import("../src/settings");
-  const settings = loadSettings({ CIDGATE_DB: dbPath, CIDGATE_CONFIG_DIR: "/nonexistent", CIDGATE_CONTENT_DIR: "/nonexistent" });
-  const db = openDb(dbPath);
-  const unused = () => Promise.reject(new Error("unused"));
   // Logging at "warn": one info line per request would measure pino, not the API.
-  const app = createApp({
-    settings,
-    db,
-    log: createLogger("warn"),
-    jwtSecret: SECRET,
-    facilitator: { verify: unused, settle: unused, supported: unused },
-  });
-  app.listen({ port: 0, hostname: "127.0.0.1", maxRequestBodySize: 1024 * 1024 });
-  console.log(`PORT ${app.server!.port}`);
+  const settings = loadSettings({ CIDGATE_DB: dbPath, PORT: "0", LOG_LEVEL: "warn", JWT_SECRET: SECRET, CIDGATE_CONFIG_DIR: "/nonexistent", CIDGATE_CONTENT_DIR: "/nonexistent" });
+  const unused = () => Promise.reject(new Error("unused"));
+  const running = await startServer({ settings, facilitator: { verify: unused, settle: unused, supported: unused }, pricing: false });
+  console.log(`PORT ${running.server.port}`);
 }
 
 function percentile(sorted: number[], p: number) {
