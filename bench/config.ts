@@ -109,7 +109,9 @@ console.log(`  rows written by no-change reloads: ${noChangeWrites}`);
 {
   const db = openDb(":memory:");
   const insert = db.sqlite.query("INSERT INTO content_files (path, cid, size, mtime_ms, media_type) VALUES (?, ?, ?, ?, ?)");
-  db.sqlite.transaction(() => cids.forEach((cid, n) => insert.run(`files/${n}.md`, cid, 1000, 0, "text/markdown")))();
+  db.sqlite.transaction(() => {
+    for (const [n, cid] of cids.entries()) insert.run(`files/${n}.md`, cid, 1000, 0, "text/markdown");
+  })();
   const content = createContentStore(db, { contentDir: "content" }, createCatalogChanges());
   const N = 200_000;
   let found = 0;

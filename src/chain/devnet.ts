@@ -278,14 +278,16 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
     const seller = account();
     const buyers = Array.from({ length: options.buyers ?? 3 }, () => account());
     const client = localPublicClient(rpcUrl);
+    // anvil's own methods are not in viem's public RPC schema: asked through the untyped transport.
+    const anvilRequest = (method: string, params: unknown[]) => (client.request as (args: { method: string; params: unknown[] }) => Promise<unknown>)({ method, params });
 
     // Gas money for everyone (buyers too: a buyer may cancel an authorization),
     // and Multicall3 where real chains have it (viem and @x402/evm rely on it).
     await Promise.all([
       ...[deployer, relayer, seller, ...buyers].map((a) =>
-        client.request({ method: "anvil_setBalance" as any, params: [a.address, `0x${parseEther("1000").toString(16)}`] as any }),
+        anvilRequest("anvil_setBalance", [a.address, `0x${parseEther("1000").toString(16)}`]),
       ),
-      client.request({ method: "anvil_setCode" as any, params: [MULTICALL3_ADDRESS, multicallArtifact.deployedBytecode] as any }),
+      anvilRequest("anvil_setCode", [MULTICALL3_ADDRESS, multicallArtifact.deployedBytecode]),
     ]);
 
     const chain = devnetChain(rpcUrl, chainId);

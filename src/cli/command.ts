@@ -54,7 +54,7 @@ export interface Command {
 /** A value the command refuses: reported as one line, exit 2. */
 export class UsageError extends Error {}
 
-export function defineCommand<const O extends Record<string, OptionDef> = {}>(def: CommandDef<O>): Command {
+export function defineCommand<const O extends Record<string, OptionDef> = Record<never, OptionDef>>(def: CommandDef<O>): Command {
   const [, ...subcommands] = def.name.split(" ");
   const who = `cidgate ${def.name}`;
   const options: Record<string, OptionDef> = def.options ?? {};

@@ -28,7 +28,7 @@ export const command = defineCommand({
   async run({ values: { as, force = false }, positionals: [source], who }) {
     const settings = loadSettingsOrReport(who);
     if (!settings) return 2;
-    let st;
+    let st: ReturnType<typeof statSync>;
     try {
       st = statSync(source);
     } catch {

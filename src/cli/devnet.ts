@@ -36,7 +36,7 @@ export const command = defineCommand({
     const buyers = wholeNumber(values.buyers, "buyers", 3, 100);
     const usdc = wholeNumber(values.usdc, "usdc", 1000, 1_000_000_000);
 
-    let devnet;
+    let devnet: Awaited<ReturnType<typeof startDevnet>>;
     try {
       devnet = await startDevnet({ port, buyers, buyerUsdc: BigInt(usdc) * 1_000_000n });
     } catch (e) {
@@ -62,7 +62,7 @@ export const command = defineCommand({
 
     console.log(`devnet: anvil on ${devnet.rpcUrl}, chain id ${devnet.chainId} (base-sepolia)`);
     console.log(`token:  USDC (EIP-3009, 6 decimals) at ${devnet.token}`);
-    devnet.buyers.forEach((b, i) => console.log(`buyer ${i}: ${b.address} (${usdc} USDC) key ${b.privateKey}`));
+    for (const [i, b] of devnet.buyers.entries()) console.log(`buyer ${i}: ${b.address} (${usdc} USDC) key ${b.privateKey}`);
     console.log(`seller:  ${devnet.seller.address}`);
     console.log(`relayer: ${devnet.relayer.address} key ${devnet.relayer.privateKey}`);
     console.log(`wrote ${out}`);

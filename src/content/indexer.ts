@@ -9,6 +9,7 @@
  * The rows are read and written through the content store (store.ts), the
  * table's only writer; this file walks, compares and hashes.
  */
+import type { Dirent } from "node:fs";
 import { lstat, readdir, realpath, stat } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { cidOfFile } from "./cid";
@@ -50,7 +51,7 @@ interface Seen {
 const ms = (mtimeMs: number) => Math.trunc(mtimeMs);
 
 async function walk(root: string, dir: string, out: Seen[], errors: IndexChanges["errors"]): Promise<void> {
-  let entries;
+  let entries: Dirent[];
   try {
     entries = await readdir(dir, { withFileTypes: true });
   } catch (e) {

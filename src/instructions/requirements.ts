@@ -110,15 +110,18 @@ export function normalizeRequirements(
   const value: StoredRequirement[] = [];
   const errors: FieldError[] = [];
   const seen = new Map<string, number>();
-  list.forEach((item, i) => {
+  for (const [i, item] of list.entries()) {
     const r = normalizeRequirement(item, settings, join(at, String(i)));
-    if (!r.ok) return void errors.push(...r.errors);
+    if (!r.ok) {
+      errors.push(...r.errors);
+      continue;
+    }
     const key = `${r.value.network}|${r.value.asset}|${r.value.pay_to}`;
     const first = seen.get(key);
     if (first !== undefined) {
       errors.push({ path: join(at, String(i)), message: `repeats the network, asset and pay_to of ${join(at, String(first))}` });
     } else seen.set(key, i);
     value.push(r.value);
-  });
+  }
   return errors.length > 0 ? { ok: false, errors } : { ok: true, value };
 }

@@ -9,7 +9,7 @@
  * and the environment values it uses: a reload after one edit re-reads all
  * files but parses only the edited one.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { type Dirent, readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { type ValueError, ValueErrorType } from "@sinclair/typebox/errors";
@@ -132,7 +132,7 @@ function schemaProblems(
 export function findPricingFiles(configDir: string): string[] {
   const out: string[] = [];
   const walk = (dir: string) => {
-    let entries;
+    let entries: Dirent[];
     try {
       entries = readdirSync(dir, { withFileTypes: true });
     } catch (e) {
@@ -335,28 +335,28 @@ function reportRequirementRules(fieldErrors: FieldError[], file: PricingFile, ba
 function checkCids(inst: Instruction, base: Path, check: Check): CidClaim[] {
   const cids: CidClaim[] = [];
   const seenCids = new Set<string>();
-  (inst.cids ?? []).forEach((text, i) => {
+  for (const [i, text] of (inst.cids ?? []).entries()) {
     const at = check.where.at([...base, "cids", i]);
     const cid = canonicalCid(text.trim());
-    if (!cid) return void check.problem(at, "cid", `${base.join(".")}.cids.${i}: "${text}" is not a CID (v0 Qm... or v1)`);
-    if (!seenCids.has(cid)) {
+    if (!cid) check.problem(at, "cid", `${base.join(".")}.cids.${i}: "${text}" is not a CID (v0 Qm... or v1)`);
+    else if (!seenCids.has(cid)) {
       seenCids.add(cid);
       cids.push({ cid, at });
     }
-  });
+  }
   return cids;
 }
 
 /** `files:` entries: relative paths or globs that cannot leave the content folder nor name hidden files. */
 function checkFilePatterns(inst: Instruction, base: Path, check: Check): FilePattern[] {
   const files: FilePattern[] = [];
-  (inst.files ?? []).forEach((pattern, i) => {
+  for (const [i, pattern] of (inst.files ?? []).entries()) {
     const at = check.where.at([...base, "files", i]);
     const clean = pattern.replace(/^\.\//, "");
     const why = relativePathProblem(clean);
-    if (why) return void check.problem(at, "files", `${base.join(".")}.files.${i}: "${pattern}" ${why}`);
-    files.push({ pattern, glob: new Bun.Glob(clean), literal: /[*?[\]{}]/.test(clean) ? undefined : clean, at });
-  });
+    if (why) check.problem(at, "files", `${base.join(".")}.files.${i}: "${pattern}" ${why}`);
+    else files.push({ pattern, glob: new Bun.Glob(clean), literal: /[*?[\]{}]/.test(clean) ? undefined : clean, at });
+  }
   return files;
 }
 
