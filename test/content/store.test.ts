@@ -54,14 +54,27 @@ describe("content index", () => {
     expect(listContent(db)).toEqual([{ path: "a.txt", cid: await cidOf("two!") }]);
   });
 
-  test("a vanished file leaves the index; the folder missing means nothing to serve", async () => {
+  test("a vanished file leaves the index", async () => {
     writeFileSync(join(dir, "a.txt"), "one");
     await indexContent(db, dir);
+    expect(lookupContent(db, { contentDir: dir }, await cidOf("one"))?.absolutePath).toBe(join(dir, "a.txt"));
     unlinkSync(join(dir, "a.txt"));
     expect((await indexContent(db, dir)).removed).toEqual(["a.txt"]);
     expect(lookupContent(db, { contentDir: dir }, await cidOf("one"))).toBeUndefined();
+  });
+
+  test("the folder missing means nothing to serve: what it held leaves the index", async () => {
+    writeFileSync(join(dir, "a.txt"), "one");
+    writeFileSync(join(dir, "articles/b.md"), "# B\n");
+    await indexContent(db, dir);
+    expect(lookupContent(db, { contentDir: dir }, await cidOf("one"))?.absolutePath).toBe(join(dir, "a.txt"));
+    expect(listContent(db)).toHaveLength(2);
     rmSync(dir, { recursive: true });
-    expect(await indexContent(db, dir)).toMatchObject({ added: [], removed: [], errors: [] });
+    const changes = await indexContent(db, dir);
+    expect(changes).toMatchObject({ added: [], errors: [] });
+    expect(changes.removed.sort()).toEqual(["a.txt", "articles/b.md"]);
+    expect(listContent(db)).toEqual([]);
+    expect(lookupContent(db, { contentDir: dir }, await cidOf("one"))).toBeUndefined();
   });
 
   test("nothing outside the folder is indexed: links are not followed, hidden names are skipped", async () => {
