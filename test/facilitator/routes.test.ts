@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { HTTPFacilitatorClient } from "@x402/core/http";
+import { VerifyError } from "@x402/core/types";
 import { Elysia } from "elysia";
 import { useFacilitator } from "x402/verify";
 import { type Devnet, startDevnet } from "../../src/chain/devnet";
@@ -130,7 +131,13 @@ describe("malformed requests: 400 with a reason, nothing on chain", () => {
     const client = new HTTPFacilitatorClient({ url, timeoutMs: 10_000 });
     const req = await payment(devnet, { version: 2 });
     const broken = { ...(req.paymentPayload as any), payload: { authorization: (req.paymentPayload as any).payload.authorization } };
-    await expect(client.verify(broken, req.paymentRequirements as any)).rejects.toThrow();
+    const error = await client.verify(broken, req.paymentRequirements as any).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    // the typed error, carrying the status and the reason our 400 gave (not a bare Error about the body)
+    expect(error).toBeInstanceOf(VerifyError);
+    expect(error).toMatchObject({ statusCode: 400, invalidReason: "invalid_payload" });
   });
 });
 
