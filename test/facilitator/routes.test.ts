@@ -9,7 +9,7 @@ import { createLocalFacilitator } from "../../src/facilitator/local";
 import { facilitatorModule } from "../../src/facilitator/routes";
 import { errors } from "../../src/http/errors";
 import { loadSettings } from "../../src/settings";
-import { balances, payment, txCount } from "./helpers";
+import { balances, payment, rpcProxy, txCount } from "./helpers";
 
 let devnet: Devnet;
 let stopServer: () => Promise<unknown> = async () => {};
@@ -79,6 +79,40 @@ describe("with @x402/core's HTTPFacilitatorClient (v2 client)", () => {
       errorReason: "invalid_exact_evm_signature",
       transaction: "",
     });
+  });
+});
+
+describe("the chain is down", () => {
+  test("verify and settle answer 503 chain_unavailable (not an invalid payment); when the RPC is back, 200", async () => {
+    const rpc = rpcProxy(devnet.rpcUrl); // fault: the RPC answers 503 while `down`
+    const facilitator = createLocalFacilitator({
+      rpcUrl: rpc.url,
+      relayerPrivateKey: devnet.relayer.privateKey,
+      settings: { receiptTimeoutSeconds: 30, facilitatorNetworks: ["base-sepolia"] },
+    });
+    const app = new Elysia().use(errors).use(facilitatorModule(facilitator)).listen({ port: 0, hostname: "127.0.0.1" });
+    const base = `http://127.0.0.1:${app.server!.port}`;
+    try {
+      const req = await payment(devnet, { version: 1 });
+      const before = await txCount(devnet, devnet.relayer.address);
+      rpc.state.down = true;
+      for (const path of ["/verify", "/settle"]) {
+        const res = await fetch(`${base}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(req) });
+        const json = (await res.json()) as any;
+        expect({ path, status: res.status, code: json.error?.code }).toEqual({ path, status: 503, code: "chain_unavailable" });
+        expect(json).not.toHaveProperty("isValid");
+        expect(json).not.toHaveProperty("success");
+      }
+      expect(rpc.state.calls.length).toBeGreaterThan(0); // the RPC was tried, and failed
+      expect(await txCount(devnet, devnet.relayer.address)).toBe(before);
+      rpc.state.down = false;
+      const res = await fetch(`${base}/verify`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(req) });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ isValid: true });
+    } finally {
+      await app.stop(true);
+      rpc.stop();
+    }
   });
 });
 
