@@ -116,6 +116,30 @@ describe("paying on the local chain", () => {
     expect(res.headers.get("x-payment-response")).toBeTruthy();
   });
 
+  test("an unsatisfiable Range on a paid request: 416 with the file's size and the receipt; the same proof then gets the file, charged once", async () => {
+    const payer = buyer(0).address;
+    const before = await stack.balanceOf(payer);
+    const size = Buffer.byteLength(OTHER);
+    const p = await proof(0, 1);
+    const res = await fetch(url("other.txt"), { headers: { "X-PAYMENT": p.header, Range: `bytes=${size}-` } });
+    expect(res.status).toBe(416);
+    expect(res.headers.get("content-range")).toBe(`bytes */${size}`);
+    expect(await res.text()).toBe("");
+    // settled before the range was looked at: the receipt says so, and the money moved once
+    const receipt = decodePaymentResponseHeader(res.headers.get("x-payment-response")!) as any;
+    expect(receipt).toMatchObject({ success: true, payer });
+    expect(await stack.balanceOf(payer)).toBe(before - 10000n);
+
+    const whole = await fetch(url("other.txt"), { headers: { "X-PAYMENT": p.header } });
+    expect(whole.status).toBe(200);
+    expect(await whole.text()).toBe(OTHER);
+    expect((decodePaymentResponseHeader(whole.headers.get("x-payment-response")!) as any).transaction).toBe(receipt.transaction);
+    const tail = await fetch(url("other.txt"), { headers: { "X-PAYMENT": p.header, Range: "bytes=-3" } });
+    expect(tail.status).toBe(206);
+    expect(await tail.text()).toBe(OTHER.slice(-3));
+    expect(await stack.balanceOf(payer)).toBe(before - 10000n);
+  });
+
   test("HEAD with a fresh proof never charges", async () => {
     const before = await stack.balanceOf(buyer(2).address);
     const p = await proof(2, 1);
