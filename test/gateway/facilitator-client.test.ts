@@ -1,7 +1,9 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync, verify } from "node:crypto";
 import { createHttpFacilitator } from "../../src/facilitator/client";
+import { createFacilitator } from "../../src/facilitator/create";
 import { FacilitatorUnavailableError } from "../../src/facilitator/types";
+import { loadSettings } from "../../src/settings";
 import { deadUrl, type Fault, faultyFacilitatorServer } from "./fixtures";
 
 const request = { x402Version: 1 as const, paymentPayload: { a: 1 }, paymentRequirements: { b: 2 } };
@@ -141,5 +143,33 @@ describe("createHttpFacilitator", () => {
     });
     await createHttpFacilitator({ url, timeoutMs: 2000 }).supported();
     expect(auth).toBeNull();
+  });
+});
+
+describe("createFacilitator(settings) with CDP credentials", () => {
+  test("CDP_API_KEY_ID and CDP_API_KEY_SECRET sign every call to FACILITATOR_URL; without them nothing is sent", async () => {
+    const seen: { path: string; auth: string | null }[] = [];
+    const url = serve((req) => {
+      const path = new URL(req.url).pathname;
+      seen.push({ path, auth: req.headers.get("authorization") });
+      if (path.endsWith("/verify")) return Response.json({ isValid: false, invalidReason: "insufficient_funds" });
+      return Response.json({ kinds: [] });
+    });
+    const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "prime256v1" });
+    const pem = privateKey.export({ type: "pkcs8", format: "pem" }).toString();
+    const base = `${url}/platform/v2/x402`;
+    const f = createFacilitator(loadSettings({ FACILITATOR_URL: base, CDP_API_KEY_ID: "organizations/o/apiKeys/k", CDP_API_KEY_SECRET: pem }));
+    await f.supported();
+    await f.verify(request);
+    expect(seen.map((s) => s.path)).toEqual(["/platform/v2/x402/supported", "/platform/v2/x402/verify"]);
+    for (const { auth } of seen) {
+      const [h, c, sig] = auth!.replace(/^Bearer /, "").split(".");
+      expect(JSON.parse(Buffer.from(h, "base64url").toString())).toMatchObject({ alg: "ES256", kid: "organizations/o/apiKeys/k" });
+      expect(verify("sha256", Buffer.from(`${h}.${c}`), { key: publicKey, dsaEncoding: "ieee-p1363" }, Buffer.from(sig, "base64url"))).toBe(true);
+    }
+
+    seen.length = 0;
+    await createFacilitator(loadSettings({ FACILITATOR_URL: base })).supported();
+    expect(seen).toEqual([{ path: "/platform/v2/x402/supported", auth: null }]);
   });
 });
