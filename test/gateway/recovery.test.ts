@@ -5,7 +5,7 @@ import { nativeSecp256k1, recoverLowerCase } from "../../src/gateway/proof";
 
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 const key = generatePrivateKey();
-const signer = privateKeyToAccount(key).address.toLowerCase();
+const signer = privateKeyToAccount(key).address.toLowerCase() as `0x${string}`;
 const hash = keccak256(toHex("some authorization"));
 const word = (n: bigint) => n.toString(16).padStart(64, "0");
 
