@@ -13,4 +13,4 @@ test("committed artifacts match dev/contracts (rebuild: npx bun dev/compile.ts)"
     expect(committed.deployedBytecode).toBe(a.deployedBytecode);
     expect(committed.abi).toEqual(a.abi);
   }
-});
+}, 60_000); // solc (JS) compiles for seconds, more under --coverage: a generous limit, not a speed claim

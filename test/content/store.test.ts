@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
+import { appendFileSync, chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cidOfBytes } from "../../src/content/cid";
@@ -25,6 +25,67 @@ afterEach(() => {
   db.sqlite.close();
   rmSync(base, { recursive: true, force: true });
 });
+
+/**
+ * Runs `fn` without root's power to read any file (euid nobody), so a mode-000
+ * file really is unreadable; as an ordinary user it just runs `fn`.
+ * The folder is opened up for nobody to walk meanwhile.
+ */
+async function unprivileged<T>(fn: () => Promise<T>): Promise<T> {
+  if (process.getuid?.() !== 0) return fn();
+  chmodSync(base, 0o755);
+  process.seteuid!(65534);
+  try {
+    return await fn();
+  } finally {
+    process.seteuid!(0);
+  }
+}
+
+/**
+ * Unlinks `path` as soon as this process has it open (Linux: /proc/<pid>/fd),
+ * watched from a child process so the indexer's CPU-bound hashing cannot
+ * starve the watch. Resolves true once unlinked, false if not seen open within 15 s.
+ */
+function unlinkOnceOpen(path: string): { ready: Promise<void>; done: Promise<boolean> } {
+  const code = `
+    const fs = require("node:fs");
+    const [pid, path] = process.argv.slice(-2);
+    const until = Date.now() + 15000;
+    console.log("ready");
+    for (;;) {
+      if (Date.now() > until) { console.log("timeout"); process.exit(0); }
+      let fds = [];
+      try { fds = fs.readdirSync("/proc/" + pid + "/fd"); } catch {}
+      for (const fd of fds) {
+        try {
+          if (fs.readlinkSync("/proc/" + pid + "/fd/" + fd) === path) { fs.unlinkSync(path); console.log("unlinked"); process.exit(0); }
+        } catch {}
+      }
+      Bun.sleepSync(1);
+    }`;
+  const child = Bun.spawn([process.execPath, "-e", code, String(process.pid), path], { stdout: "pipe" });
+  const reader = child.stdout.getReader();
+  let text = "";
+  const ready = (async () => {
+    while (!text.includes("ready")) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+  })();
+  const done = (async () => {
+    await ready;
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    await child.exited;
+    return text.includes("unlinked");
+  })();
+  return { ready, done };
+}
 
 const cidOf = async (text: string) => (await cidOfBytes(new TextEncoder().encode(text))).toString();
 
@@ -70,14 +131,68 @@ describe("content index", () => {
     expect(changes.generation).toBe(2);
   });
 
-  test("a vanished file leaves the index; the folder missing means nothing to serve", async () => {
+  test("a vanished file leaves the index", async () => {
     writeFileSync(join(dir, "a.txt"), "one");
     await content.index();
+    expect(content.lookup(await cidOf("one"))?.absolutePath).toBe(join(dir, "a.txt"));
     unlinkSync(join(dir, "a.txt"));
     expect((await content.index()).removed).toEqual(["a.txt"]);
     expect(content.lookup(await cidOf("one"))).toBeUndefined();
+  });
+
+  test("the folder missing means nothing to serve: what it held leaves the index", async () => {
+    writeFileSync(join(dir, "a.txt"), "one");
+    writeFileSync(join(dir, "articles/b.md"), "# B\n");
+    await content.index();
+    expect(content.lookup(await cidOf("one"))?.absolutePath).toBe(join(dir, "a.txt"));
+    expect(content.list()).toHaveLength(2);
     rmSync(dir, { recursive: true });
-    expect(await content.index()).toMatchObject({ added: [], removed: [], errors: [] });
+    const changes = await content.index();
+    expect(changes).toMatchObject({ added: [], errors: [] });
+    expect(changes.removed.sort()).toEqual(["a.txt", "articles/b.md"]);
+    expect(content.list()).toEqual([]);
+    expect(content.lookup(await cidOf("one"))).toBeUndefined();
+  });
+
+  test("an unreadable file is reported, never indexed, and its earlier row is kept; the rest is indexed", async () => {
+    writeFileSync(join(dir, "ok.txt"), "fine");
+    writeFileSync(join(dir, "known.txt"), "known v1");
+    await content.index();
+    // now unreadable: a new file, and a known one changed since
+    writeFileSync(join(dir, "locked.txt"), "locked");
+    writeFileSync(join(dir, "known.txt"), "known v2, changed");
+    writeFileSync(join(dir, "after.txt"), "after");
+    chmodSync(join(dir, "locked.txt"), 0o000);
+    chmodSync(join(dir, "known.txt"), 0o000);
+    const changes = await unprivileged(() => content.index());
+    expect(changes.errors.map((e) => e.path).sort()).toEqual(["known.txt", "locked.txt"]);
+    for (const e of changes.errors) expect(e.message).toMatch(/EACCES|permission denied/i);
+    expect(changes.added).toEqual(["after.txt"]);
+    expect(changes.removed).toEqual([]);
+    expect(content.lookup(await cidOf("locked"))).toBeUndefined();
+    // kept as it was (not removed, not replaced): readable again, it is re-hashed
+    expect(content.list()).toContainEqual({ path: "known.txt", cid: await cidOf("known v1") });
+    chmodSync(join(dir, "known.txt"), 0o644);
+    chmodSync(join(dir, "locked.txt"), 0o644);
+    const later = await unprivileged(() => content.index());
+    expect(later).toMatchObject({ added: ["locked.txt"], changed: ["known.txt"], errors: [] });
+    expect(content.list()).toContainEqual({ path: "known.txt", cid: await cidOf("known v2, changed") });
+  });
+
+  test("a file that vanishes while it is hashed is not indexed, and its old row goes", async () => {
+    const big = join(dir, "big.bin");
+    writeFileSync(big, new Uint8Array(48 * 1024 * 1024).map((_, i) => (i * 7) & 0xff));
+    writeFileSync(join(dir, "small.txt"), "small");
+    await content.index();
+    expect(content.list().map((r) => r.path).sort()).toEqual(["big.bin", "small.txt"]);
+    // changed, so it must be hashed again; it is deleted once the indexer has it open (seen in /proc/self/fd)
+    appendFileSync(big, "more");
+    const watch = unlinkOnceOpen(realpathSync(big)); // /proc shows the real path
+    await watch.ready;
+    const changes = await content.index();
+    expect(await watch.done).toBe(true);
+    expect(changes).toMatchObject({ added: [], changed: [], removed: ["big.bin"], errors: [] });
+    expect(content.list().map((r) => r.path)).toEqual(["small.txt"]);
   });
 
   test("nothing outside the folder is indexed: links are not followed, hidden names are skipped", async () => {

@@ -24,7 +24,7 @@ const FILES: Record<string, Uint8Array> = { "article.md": new TextEncoder().enco
 
 let stack: TestStack;
 beforeAll(async () => {
-  stack = await createTestStack({ files: FILES, amount: PRICE.toString(), buyers: 3 });
+  stack = await createTestStack({ files: FILES, amount: PRICE.toString(), buyers: 4 });
 });
 afterAll(async () => {
   await stack?.stop();
@@ -93,12 +93,35 @@ describe("real x402 clients pay on the local chain", () => {
   });
 
   test("the creator sees every payment and the revenue in GET /v3/x402/payments", async () => {
+    // this test's own payments, by a buyer no other test uses
+    const payer = stack.devnet.buyers[3].address;
+    const pay = wrapFetchWithPayment(fetch, (await createSigner("base-sepolia", stack.devnet.buyers[3].privateKey)) as never, PRICE);
+    const paid: { cid: string; transaction: string }[] = [];
+    for (const file of ["article.md", "image.png"]) {
+      const res = await pay(url(file));
+      expect(res.status).toBe(200);
+      paid.push({ cid: stack.cids[file], transaction: decodeXPaymentResponse(res.headers.get("x-payment-response")!).transaction });
+    }
+
     const { createToken } = await import("../../src/http/auth");
     const { STACK_JWT_SECRET } = await import("./stack");
     const token = await createToken(STACK_JWT_SECRET, { scopes: ["read"], ttlSeconds: 60 });
-    const res = await fetch(`${stack.url}/v3/x402/payments?state=settled`, { headers: { Authorization: `Bearer ${token}` } });
-    const { data } = (await res.json()) as any;
-    expect(data.payments).toHaveLength(3);
-    expect(data.totals).toEqual([{ network: "base-sepolia", asset: stack.devnet.token, amount: (3n * PRICE).toString(), count: 3 }]);
+    const list = async (query: string) => {
+      const res = await fetch(`${stack.url}/v3/x402/payments?${query}`, { headers: { Authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as any).data;
+    };
+    const mine = await list(`state=settled&payer=${payer}`);
+    expect(mine.payments.map((p: any) => ({ cid: p.cid, transaction: p.transaction })).sort((a: any, b: any) => a.cid.localeCompare(b.cid))).toEqual(
+      [...paid].sort((a, b) => a.cid.localeCompare(b.cid)),
+    );
+    for (const p of mine.payments) expect(p).toMatchObject({ state: "settled", payer, amount: PRICE.toString(), network: "base-sepolia", asset: stack.devnet.token });
+    expect(mine.totals).toEqual([{ network: "base-sepolia", asset: stack.devnet.token, amount: (2n * PRICE).toString(), count: 2 }]);
+
+    // unfiltered: every settled payment is listed, and the revenue is their sum (whatever else was paid before)
+    const all = await list("state=settled&limit=1000");
+    expect(all.payments.map((p: any) => p.transaction)).toEqual(expect.arrayContaining(paid.map((p) => p.transaction)));
+    const count = all.payments.length;
+    expect(all.totals).toEqual([{ network: "base-sepolia", asset: stack.devnet.token, amount: (BigInt(count) * PRICE).toString(), count }]);
   });
 });

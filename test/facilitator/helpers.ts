@@ -106,3 +106,36 @@ export function txCount(devnet: Devnet, address: Address) {
   const client = createPublicClient({ transport: http(devnet.rpcUrl) });
   return client.getTransactionCount({ address, blockTag: "pending" });
 }
+
+/**
+ * An OBSERVATION and FAULT proxy in front of a real JSON-RPC endpoint (anvil):
+ * every request is forwarded as is and the answer returned as is, while the
+ * JSON-RPC methods called are recorded in `calls` (batches counted per call).
+ * Setting `down = true` injects one fault: the RPC answers HTTP 503 with no
+ * JSON-RPC body, as an unreachable or overloaded node would. It never makes
+ * up a successful answer.
+ */
+export function rpcProxy(target: string) {
+  const state = { calls: [] as string[], down: false };
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      const body = await req.text();
+      try {
+        const parsed = JSON.parse(body) as { method?: string } | { method?: string }[];
+        for (const c of Array.isArray(parsed) ? parsed : [parsed]) state.calls.push(String(c.method));
+      } catch {
+        state.calls.push("(not json)");
+      }
+      if (state.down) return new Response("rpc down (injected fault)", { status: 503 });
+      const res = await fetch(target, { method: "POST", headers: { "content-type": "application/json" }, body });
+      return new Response(await res.arrayBuffer(), { status: res.status, headers: { "content-type": res.headers.get("content-type") ?? "application/json" } });
+    },
+  });
+  return {
+    url: `http://127.0.0.1:${server.port}`,
+    state,
+    stop: () => server.stop(true),
+  };
+}

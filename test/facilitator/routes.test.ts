@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { HTTPFacilitatorClient } from "@x402/core/http";
+import { VerifyError } from "@x402/core/types";
 import { Elysia } from "elysia";
 import { useFacilitator } from "x402/verify";
 import { type Devnet, startDevnet } from "../../src/chain/devnet";
@@ -8,7 +9,7 @@ import { createLocalFacilitator } from "../../src/facilitator/local";
 import { facilitatorModule } from "../../src/facilitator/routes";
 import { errors } from "../../src/http/errors";
 import { loadSettings } from "../../src/settings";
-import { balances, payment, txCount } from "./helpers";
+import { balances, payment, rpcProxy, txCount } from "./helpers";
 
 let devnet: Devnet;
 let stopServer: () => Promise<unknown> = async () => {};
@@ -81,6 +82,40 @@ describe("with @x402/core's HTTPFacilitatorClient (v2 client)", () => {
   });
 });
 
+describe("the chain is down", () => {
+  test("verify and settle answer 503 chain_unavailable (not an invalid payment); when the RPC is back, 200", async () => {
+    const rpc = rpcProxy(devnet.rpcUrl); // fault: the RPC answers 503 while `down`
+    const facilitator = createLocalFacilitator({
+      rpcUrl: rpc.url,
+      relayerPrivateKey: devnet.relayer.privateKey,
+      settings: { receiptTimeoutSeconds: 30, facilitatorNetworks: ["base-sepolia"] },
+    });
+    const app = new Elysia().use(errors).use(facilitatorModule(facilitator)).listen({ port: 0, hostname: "127.0.0.1" });
+    const base = `http://127.0.0.1:${app.server!.port}`;
+    try {
+      const req = await payment(devnet, { version: 1 });
+      const before = await txCount(devnet, devnet.relayer.address);
+      rpc.state.down = true;
+      for (const path of ["/verify", "/settle"]) {
+        const res = await fetch(`${base}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(req) });
+        const json = (await res.json()) as any;
+        expect({ path, status: res.status, code: json.error?.code }).toEqual({ path, status: 503, code: "chain_unavailable" });
+        expect(json).not.toHaveProperty("isValid");
+        expect(json).not.toHaveProperty("success");
+      }
+      expect(rpc.state.calls.length).toBeGreaterThan(0); // the RPC was tried, and failed
+      expect(await txCount(devnet, devnet.relayer.address)).toBe(before);
+      rpc.state.down = false;
+      const res = await fetch(`${base}/verify`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(req) });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ isValid: true });
+    } finally {
+      await app.stop(true);
+      rpc.stop();
+    }
+  });
+});
+
 describe("malformed requests: 400 with a reason, nothing on chain", () => {
   async function post(path: string, body: string) {
     const res = await fetch(`${url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body });
@@ -130,7 +165,13 @@ describe("malformed requests: 400 with a reason, nothing on chain", () => {
     const client = new HTTPFacilitatorClient({ url, timeoutMs: 10_000 });
     const req = await payment(devnet, { version: 2 });
     const broken = { ...(req.paymentPayload as any), payload: { authorization: (req.paymentPayload as any).payload.authorization } };
-    await expect(client.verify(broken, req.paymentRequirements as any)).rejects.toThrow();
+    const error = await client.verify(broken, req.paymentRequirements as any).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    // the typed error, carrying the status and the reason our 400 gave (not a bare Error about the body)
+    expect(error).toBeInstanceOf(VerifyError);
+    expect(error).toMatchObject({ statusCode: 400, invalidReason: "invalid_payload" });
   });
 });
 

@@ -113,6 +113,37 @@ describe("paying on the local chain", () => {
     expect(res.headers.get("x-payment-response")).toBeTruthy();
   });
 
+  test("an unsatisfiable Range with a fresh proof: 416 with the file's size and nobody charged; the same proof then pays once and resumes", async () => {
+    const payer = buyer(0).address;
+    const before = await stack.balanceOf(payer);
+    const settlesBefore = settleCalls;
+    const size = Buffer.byteLength(OTHER);
+    const p = await proof(0, 1);
+    const res = await fetch(url("other.txt"), { headers: { "X-PAYMENT": p.header, Range: `bytes=${size}-` } });
+    expect(res.status).toBe(416);
+    expect(res.headers.get("content-range")).toBe(`bytes */${size}`);
+    expect(await res.text()).toBe("");
+    // decided before any charge: no receipt, no settle, no money moved, no ledger row
+    expect(res.headers.get("x-payment-response")).toBeNull();
+    expect(settleCalls).toBe(settlesBefore);
+    expect(await stack.balanceOf(payer)).toBe(before);
+    expect(stack.stores.payments.find({ network: "base-sepolia", asset: stack.devnet.token, payer, nonce: p.nonce.toLowerCase() })).toBeUndefined();
+
+    const whole = await fetch(url("other.txt"), { headers: { "X-PAYMENT": p.header } });
+    expect(whole.status).toBe(200);
+    expect(await whole.text()).toBe(OTHER);
+    const receipt = decodePaymentResponseHeader(whole.headers.get("x-payment-response")!) as any;
+    expect(receipt).toMatchObject({ success: true, payer });
+    // a paid proof with a range it cannot have: 416 again, still charged once
+    const beyond = await fetch(url("other.txt"), { headers: { "X-PAYMENT": p.header, Range: `bytes=${size}-` } });
+    expect(beyond.status).toBe(416);
+    const tail = await fetch(url("other.txt"), { headers: { "X-PAYMENT": p.header, Range: "bytes=-3" } });
+    expect(tail.status).toBe(206);
+    expect(await tail.text()).toBe(OTHER.slice(-3));
+    expect((decodePaymentResponseHeader(tail.headers.get("x-payment-response")!) as any).transaction).toBe(receipt.transaction);
+    expect(await stack.balanceOf(payer)).toBe(before - 10000n);
+  });
+
   test("HEAD with a fresh proof never charges", async () => {
     const before = await stack.balanceOf(buyer(2).address);
     const p = await proof(2, 1);

@@ -232,13 +232,14 @@ describe("a broken facilitator: 500 or 403, no content, the proof can be present
     ["verifyRefuses", 403],
     ["settleFails", 403],
   ] as const)("%s -> %i", async (fault, status) => {
-    const { app, calls } = fault === "down" ? appWith(createHttpFacilitator({ url: await deadUrl(), timeoutMs: 400 })) : faultyApp(fault as Fault);
+    const faulty = fault === "down" ? undefined : faultyApp(fault as Fault);
+    const { app, calls } = faulty ?? appWith(createHttpFacilitator({ url: await deadUrl(), timeoutMs: 400 }));
     const version = status === 500 ? 1 : 2;
     const signed = await signProof({ version, account: buyer, asset: TOKEN, payTo: seller, amount: "10000" });
-    const started = performance.now();
     const first = await pay(app, signed.header, version);
-    expect(performance.now() - started).toBeLessThan(2500);
     expect(first.status).toBe(status);
+    // slow: cut at FACILITATOR_TIMEOUT_MS during verify (the fault answers later), so no settle was ever sent
+    if (fault === "slow") expect(faulty?.server.hits).toEqual({ verify: 1, settle: 0 });
     if (status === 500) expect(first.body.error.code).toBe("facilitator_unavailable");
     else expect(first.body.reason).toBe(fault === "settleFails" ? "invalid_transaction_state" : "insufficient_funds");
     const row = f.stores.payments.find({ network: "base-sepolia", asset: TOKEN, payer: buyer.address, nonce: signed.nonce.toLowerCase() })!;

@@ -14,6 +14,7 @@ import { localPublicClient } from "../../src/chain/devnet";
 import { FacilitatorUnavailableError, type SettleResponse } from "../../src/facilitator/types";
 import { createLogger } from "../../src/http/logging";
 import { createTestStack, STACK_JWT_SECRET, type TestStack } from "../e2e/stack";
+import { txCount } from "../facilitator/helpers";
 import { signProof } from "./fixtures";
 
 const FILE = "the paid file\n";
@@ -199,12 +200,16 @@ describe("settlement_pending: the transaction is not mined within RECEIPT_TIMEOU
       expect(lastRealSettle).toMatchObject({ success: false, errorReason: "settlement_pending" });
       const pendingTx = lastRealSettle!.transaction;
       expect(rowOf(0, p.nonce).error).toContain(pendingTx);
+      // the relayer's transactions, mempool included: the first settle sent one
+      const sent = await txCount(stack.devnet, stack.devnet.relayer.address);
 
       // Still not mined: asked again, still pending, and no second transaction is sent.
       const still = await get("other.txt", p.header);
       expect(still.status).toBe(503);
       expect(still.text).not.toContain(OTHER);
       expect(rowOf(0, p.nonce).state).toBe("pending");
+      expect(await txCount(stack.devnet, stack.devnet.relayer.address)).toBe(sent);
+      expect(lastRealSettle?.transaction).toBe(pendingTx); // the retry joined the same transaction
 
       await mine();
       const served = await get("other.txt", p.header);

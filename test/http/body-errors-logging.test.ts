@@ -107,8 +107,10 @@ describe("error shape", () => {
       expect(res.status).toBe(500);
       expect(res.json).toEqual({ error: { code: "internal_error", message: "internal error" } });
       expect(res.text).not.toContain("cid_mappings");
-      // the log line has the message but no stack trace
-      expect(printed.join("\n")).not.toMatch(/\n\s+at /);
+      // exactly one log line, naming the error and its message (the missing table), with no stack trace
+      expect(printed).toHaveLength(1);
+      expect(printed[0]).toMatch(/^unhandled error: \w*Error: .*no such table: cid_mappings/);
+      expect(printed[0]).not.toMatch(/\n\s+at /);
     } finally {
       console.error = realError;
     }

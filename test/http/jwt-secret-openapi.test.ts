@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jwtSecretPath, resolveJwtSecret } from "../../src/http/jwt-secret";
@@ -18,6 +18,40 @@ describe("JWT secret", () => {
       expect(resolveJwtSecret({ jwtSecret: undefined, dataDir })).not.toBe(first);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  test("processes creating it at once all end with the one same secret, and no temp file is left", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cidgate-secret-race-"));
+    try {
+      const module = join(import.meta.dir, "../../src/http/jwt-secret.ts");
+      const ROUNDS = 200;
+      const CHILDREN = 4;
+      // every child waits for the same instant, then creates the secret of data folders 0..ROUNDS-1 in turn:
+      // each folder is raced for by all of them, so the check-then-create window is hit for real
+      const start = Date.now() + 1500;
+      const code = `
+        const { resolveJwtSecret } = await import(${JSON.stringify(module)});
+        const out = [];
+        while (Date.now() < ${start}) {}
+        for (let i = 0; i < ${ROUNDS}; i++) out.push(resolveJwtSecret({ jwtSecret: undefined, dataDir: ${JSON.stringify(dir)} + "/d" + i }));
+        console.log(out.join(","));`;
+      const children = Array.from({ length: CHILDREN }, () => Bun.spawn([process.execPath, "-e", code], { stdout: "pipe", stderr: "pipe" }));
+      const outs = await Promise.all(
+        children.map(async (c) => ({ code: await c.exited, out: (await new Response(c.stdout).text()).trim(), err: await new Response(c.stderr).text() })),
+      );
+      for (const o of outs) expect(o).toMatchObject({ code: 0, err: "" });
+      const seen = outs.map((o) => o.out.split(","));
+      for (let i = 0; i < ROUNDS; i++) {
+        const dataDir = join(dir, `d${i}`);
+        const secret = readFileSync(jwtSecretPath({ dataDir }), "utf8").trim();
+        expect(secret).toMatch(/^[0-9a-f]{64}$/);
+        expect({ i, got: seen.map((s) => s[i]) }).toEqual({ i, got: Array(CHILDREN).fill(secret) });
+        expect(readdirSync(dataDir)).toEqual(["jwt-secret"]);
+        expect(statSync(jwtSecretPath({ dataDir })).mode & 0o777).toBe(0o600);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -18,7 +18,11 @@ describe("cidgate token create", () => {
     const dir = mkdtempSync(join(tmpdir(), "cidgate-cli-"));
     try {
       const env = { CIDGATE_DB: join(dir, "cidgate.db") };
+      // the expiry is what was asked, counted from when the command ran (a slow machine only widens the window)
+      const seconds = () => Math.floor(Date.now() / 1000);
+      let before = seconds();
       const r = cidgate(["token", "create", "--scope", "read", "--ttl", "2h"], env);
+      let after = seconds();
       expect(r.code).toBe(0);
       expect(r.out.split(".")).toHaveLength(3);
       const { resolveJwtSecret } = require("../../src/http/jwt-secret");
@@ -26,10 +30,16 @@ describe("cidgate token create", () => {
       expect(statSync(join(dir, "jwt-secret")).mode & 0o777).toBe(0o600);
       const v = await verify(r.out, secret);
       expect(v?.scopes).toEqual(["read"]);
-      expect(v!.claims.exp - Math.floor(Date.now() / 1000)).toBeWithin(7190, 7201);
+      expect(v!.claims.exp).toBeGreaterThanOrEqual(before + 2 * 3600);
+      expect(v!.claims.exp).toBeLessThanOrEqual(after + 2 * 3600);
       // a second token uses the same secret
+      before = seconds();
       const again = cidgate(["token", "create", "--scope=read,write", "--ttl=30d"], env);
-      expect((await verify(again.out, secret))?.scopes).toEqual(["read", "write"]);
+      after = seconds();
+      const w = await verify(again.out, secret);
+      expect(w?.scopes).toEqual(["read", "write"]);
+      expect(w!.claims.exp).toBeGreaterThanOrEqual(before + 30 * 86400);
+      expect(w!.claims.exp).toBeLessThanOrEqual(after + 30 * 86400);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -161,9 +161,8 @@ describe("validation: 400 naming the field, database unchanged", () => {
 
   test("list: limit outside 1..1000 or not a number is a 400 naming limit", async () => {
     const h = await makeHarness();
-    for (const limit of ["0", "1001", "-1", "abc", "1.5", ""]) {
+    for (const limit of ["0", "1001", "-1", "abc", "1.5"]) {
       const res = await h.call("GET", `${PREFIX}?limit=${limit}`);
-      if (limit === "") continue; // an empty value means "not given"
       expect(res.status).toBe(400);
       expect(res.json.error.details[0].path).toBe("limit");
     }
@@ -173,6 +172,20 @@ describe("validation: 400 naming the field, database unchanged", () => {
     expect(cids.status).toBe(400);
     expect(cids.json.error.details[0].path).toBe("limit");
     expect((await h.call("GET", `${PREFIX}/${pi.id}/cids?limit=1000`)).status).toBe(200);
+  });
+
+  test("list: an empty limit (`?limit=`) is not a number: a 400 naming limit, on both paged lists", async () => {
+    // parseLimit: only an absent limit takes the default; an empty one is a value, and not a whole number
+    const h = await makeHarness();
+    const pi = await h.create();
+    for (const path of [`${PREFIX}?limit=`, `${PREFIX}/${pi.id}/cids?limit=`]) {
+      const res = await h.call("GET", path);
+      expect({ path, status: res.status }).toEqual({ path, status: 400 });
+      expect(res.json.error.details.map((d: { path: string }) => d.path)).toEqual(["limit"]);
+    }
+    // absent: the default page
+    expect((await h.call("GET", PREFIX)).status).toBe(200);
+    expect((await h.call("GET", `${PREFIX}/${pi.id}/cids`)).status).toBe(200);
   });
 
   test("list: a garbage pageToken, cid or id filter is a 400 naming it", async () => {

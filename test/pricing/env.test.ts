@@ -16,6 +16,12 @@ describe("${VAR} substitution", () => {
     expect(run("${EMPTY}", { EMPTY: "" }).problems).toEqual(["environment variable EMPTY is not set"]);
   });
 
+  test("a name that is not a variable name (`${1X}`, `${}`, `${A-B}`) is refused as such, even when the environment has it", () => {
+    for (const name of ["1X", "", "A-B", " X"]) {
+      expect(run(`\${${name}}`, { [name]: "0xabc" })).toEqual({ out: `\${${name}}`, problems: [`"\${${name}}" is not a valid variable reference`] });
+    }
+  });
+
   test("names of Object.prototype members are not variables of the environment", () => {
     for (const name of ["constructor", "toString", "__proto__", "hasOwnProperty"]) {
       expect(run(`\${${name}}`, {}).problems).toEqual([`environment variable ${name} is not set`]);
