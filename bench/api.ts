@@ -36,9 +36,20 @@ async function serve(dbPath: string) {
   const { startServer } = await import("../src/server");
   const { loadSettings } = await import("../src/settings");
   // Logging at "warn": one info line per request would measure pino, not the API.
-  const settings = loadSettings({ CIDGATE_DB: dbPath, PORT: "0", LOG_LEVEL: "warn", JWT_SECRET: SECRET, CIDGATE_CONFIG_DIR: "/nonexistent", CIDGATE_CONTENT_DIR: "/nonexistent" });
+  const settings = loadSettings({
+    CIDGATE_DB: dbPath,
+    PORT: "0",
+    LOG_LEVEL: "warn",
+    JWT_SECRET: SECRET,
+    CIDGATE_CONFIG_DIR: "/nonexistent",
+    CIDGATE_CONTENT_DIR: "/nonexistent",
+  });
   const unused = () => Promise.reject(new Error("unused"));
-  const running = await startServer({ settings, facilitator: { verify: unused, settle: unused, supported: unused }, pricing: false });
+  const running = await startServer({
+    settings,
+    facilitator: { verify: unused, settle: unused, supported: unused },
+    pricing: false,
+  });
   console.log(`PORT ${running.server.port}`);
 }
 
@@ -61,7 +72,9 @@ async function main() {
   const insertPi = db.sqlite.prepare(
     "INSERT INTO payment_instructions (id, version, name, description, requirements, source, created_at, updated_at) VALUES (?, 1, ?, NULL, ?, 'api', ?, ?)",
   );
-  const insertCid = db.sqlite.prepare("INSERT INTO cid_mappings (cid, instruction_id, source, created_at) VALUES (?, ?, 'api', ?)");
+  const insertCid = db.sqlite.prepare(
+    "INSERT INTO cid_mappings (cid, instruction_id, source, created_at) VALUES (?, ?, 'api', ?)",
+  );
   const now = new Date().toISOString();
   const reqJson = JSON.stringify([{ network: "base-sepolia", asset: USDC, pay_to: PAY_TO, amount: "10000" }]);
   db.sqlite.transaction(() => {
@@ -93,7 +106,13 @@ async function main() {
     });
     child.on("exit", (code) => reject(new Error(`server exited ${code}`)));
   });
-  const serverPid = hasTaskset ? Number(spawnSync("pgrep", ["-P", String(child.pid)]).stdout.toString().trim()) || child.pid! : child.pid!;
+  const serverPid = hasTaskset
+    ? Number(
+        spawnSync("pgrep", ["-P", String(child.pid)])
+          .stdout.toString()
+          .trim(),
+      ) || child.pid!
+    : child.pid!;
   const rssMb = () => {
     const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${serverPid}/status`, "utf8"));
     return m ? Number(m[1]) / 1024 : Number.NaN;
@@ -121,7 +140,9 @@ async function main() {
     }
     times.sort((a, b) => a - b);
     const row = { name, p50: percentile(times, 50), p99: percentile(times, 99) };
-    console.log(`${name.padEnd(34)} p50 ${row.p50.toFixed(2).padStart(6)} ms   p99 ${row.p99.toFixed(2).padStart(6)} ms`);
+    console.log(
+      `${name.padEnd(34)} p50 ${row.p50.toFixed(2).padStart(6)} ms   p99 ${row.p99.toFixed(2).padStart(6)} ms`,
+    );
     return row;
   }
 
@@ -136,7 +157,10 @@ async function main() {
   await measure("deep page (limit 10, 90% down)", () => [`${base}?pageToken=${deepToken}`, { headers: auth }]);
   await measure("first page (limit 1000)", () => [`${base}?limit=1000`, { headers: auth }]);
   await measure("cid filter", (i) => [`${base}?cid=${cids[pick(i)]}`, { headers: auth }]);
-  await measure("name filter", (i) => [`${base}?name=${encodeURIComponent(`instruction ${i % 1000}`)}`, { headers: auth }]);
+  await measure("name filter", (i) => [
+    `${base}?name=${encodeURIComponent(`instruction ${i % 1000}`)}`,
+    { headers: auth },
+  ]);
   await measure("get by id", (i) => [`${base}/${ids[pick(i)]}`, { headers: auth }]);
   await measure("create", (i) => [
     base,
@@ -146,7 +170,10 @@ async function main() {
     `${base}/${ids[pick(i)]}`,
     { method: "PATCH", headers: json, body: JSON.stringify({ name: `renamed ${i}` }) },
   ]);
-  await measure("attach CID (idempotent repeat)", (i) => [`${base}/${ids[pick(i)]}/cids/${cids[pick(i)]}`, { method: "PUT", headers: auth }]);
+  await measure("attach CID (idempotent repeat)", (i) => [
+    `${base}/${ids[pick(i)]}/cids/${cids[pick(i)]}`,
+    { method: "PUT", headers: auth },
+  ]);
 
   // Memory across pages: walk the whole list 1000 at a time, twice, sampling the
   // server's RSS every 10 pages. Keyset paging holds nothing between pages, so

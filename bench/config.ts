@@ -12,13 +12,14 @@
  * Also: the cost of the content store's lookup (cid -> file), which the gateway calls on every cache miss,
  * and how fast the indexer hashes a new 100 MiB file (once per change, never per request).
  */
+
+import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CID } from "multiformats/cid";
 import * as raw from "multiformats/codecs/raw";
 import { sha256 } from "multiformats/hashes/sha2";
-import { randomBytes } from "node:crypto";
 import { cidOfFile } from "../src/content/cid";
 import { createContentStore } from "../src/content/store";
 import { createCatalogChanges } from "../src/db/changes";
@@ -72,7 +73,8 @@ for (let run = 0; run < RUNS; run++) {
   let t = performance.now();
   let r = pricing.reload("start");
   results.cold.push(performance.now() - t);
-  if (r.result !== "applied" || r.changes.created.length !== FILES * PER_FILE) throw new Error(`cold: ${r.result} ${r.errors[0]?.message}`);
+  if (r.result !== "applied" || r.changes.created.length !== FILES * PER_FILE)
+    throw new Error(`cold: ${r.result} ${r.errors[0]?.message}`);
 
   db.sqlite.close();
   db = openDb(settings.db);
@@ -82,11 +84,15 @@ for (let run = 0; run < RUNS; run++) {
   results.restart.push(performance.now() - t);
   if (r.result !== "unchanged") throw new Error(`restart: ${r.result}`);
 
-  writeFileSync(join(configDir, "prices-3.yaml"), fileText(3, cids, (n) => (n === 3500 ? "$9.99" : price(n))));
+  writeFileSync(
+    join(configDir, "prices-3.yaml"),
+    fileText(3, cids, (n) => (n === 3500 ? "$9.99" : price(n))),
+  );
   t = performance.now();
   r = pricing.reload("config");
   results.oneChange.push(performance.now() - t);
-  if (r.changes.updated.length !== 1 || r.changes.created.length + r.changes.deleted.length !== 0) throw new Error("one change: wrong diff");
+  if (r.changes.updated.length !== 1 || r.changes.created.length + r.changes.deleted.length !== 0)
+    throw new Error("one change: wrong diff");
 
   const writes = db.sqlite.query<{ n: number }, []>("SELECT total_changes() AS n").get()!.n;
   t = performance.now();
@@ -101,14 +107,18 @@ for (let run = 0; run < RUNS; run++) {
 
 console.log(`pricing reconcile, ${FILES * PER_FILE} instructions in ${FILES} files, ${RUNS} runs (median, min..max):`);
 for (const [name, xs] of Object.entries(results)) {
-  console.log(`  ${name.padEnd(10)} ${ms(median(xs)).padStart(10)}   (${ms(Math.min(...xs))} .. ${ms(Math.max(...xs))})`);
+  console.log(
+    `  ${name.padEnd(10)} ${ms(median(xs)).padStart(10)}   (${ms(Math.min(...xs))} .. ${ms(Math.max(...xs))})`,
+  );
 }
 console.log(`  rows written by no-change reloads: ${noChangeWrites}`);
 
 // The content store's lookup over an index of 10,000 files: hits, then misses.
 {
   const db = openDb(":memory:");
-  const insert = db.sqlite.query("INSERT INTO content_files (path, cid, size, mtime_ms, media_type) VALUES (?, ?, ?, ?, ?)");
+  const insert = db.sqlite.query(
+    "INSERT INTO content_files (path, cid, size, mtime_ms, media_type) VALUES (?, ?, ?, ?, ?)",
+  );
   db.sqlite.transaction(() => {
     for (const [n, cid] of cids.entries()) insert.run(`files/${n}.md`, cid, 1000, 0, "text/markdown");
   })();
@@ -122,7 +132,9 @@ console.log(`  rows written by no-change reloads: ${noChangeWrites}`);
   for (let i = 0; i < N; i++) if (content.lookup(`bafkreiaaaa${i}`)) found++;
   const miss = ((performance.now() - t) * 1000) / N;
   if (found !== N) throw new Error("lookup missed");
-  console.log(`content lookup over 10,000 indexed files: ${hit.toFixed(2)} µs per hit, ${miss.toFixed(2)} µs per miss (invalid CID text)`);
+  console.log(
+    `content lookup over 10,000 indexed files: ${hit.toFixed(2)} µs per hit, ${miss.toFixed(2)} µs per miss (invalid CID text)`,
+  );
   db.sqlite.close();
 }
 
@@ -140,5 +152,7 @@ console.log(`  rows written by no-change reloads: ${noChangeWrites}`);
   }
   rmSync(dir, { recursive: true, force: true });
   const best = Math.min(...times);
-  console.log(`hashing a 100 MiB file (CID as ipfs add --cid-version=1): ${ms(median(times))} median, ${(100 / (best / 1000)).toFixed(0)} MiB/s best`);
+  console.log(
+    `hashing a 100 MiB file (CID as ipfs add --cid-version=1): ${ms(median(times))} median, ${(100 / (best / 1000)).toFixed(0)} MiB/s best`,
+  );
 }

@@ -45,11 +45,15 @@ try {
     settings: { receiptTimeoutSeconds: 30, facilitatorNetworks: ["base-sepolia"] },
   });
   const make = (i: number) =>
-    payment(devnet, { version: i % 2 ? 2 : 1, buyerKey: devnet.buyers[i % devnet.buyers.length].privateKey, sign: { validBefore: BigInt(Math.floor(Date.now() / 1000) + 3600) } });
+    payment(devnet, {
+      version: i % 2 ? 2 : 1,
+      buyerKey: devnet.buyers[i % devnet.buyers.length].privateKey,
+      sign: { validBefore: BigInt(Math.floor(Date.now() / 1000) + 3600) },
+    });
   const requests = await Promise.all(Array.from({ length: N }, (_, i) => make(i)));
 
   // Warm-up: first calls pay for chain-id lookup, JIT and connection setup.
-  for (const r of (await Promise.all(Array.from({ length: 10 }, (_, i) => make(i))))) {
+  for (const r of await Promise.all(Array.from({ length: 10 }, (_, i) => make(i)))) {
     await facilitator.verify(r);
     await facilitator.settle(r);
   }

@@ -56,13 +56,19 @@ const TARGETS = {
 };
 
 if (!haveWrk()) {
-  console.error("bench:gateway needs wrk, the HTTP load generator.\n  Debian/Ubuntu: sudo apt-get update && sudo apt-get install -y wrk\n  macOS: brew install wrk");
+  console.error(
+    "bench:gateway needs wrk, the HTTP load generator.\n  Debian/Ubuntu: sudo apt-get update && sudo apt-get install -y wrk\n  macOS: brew install wrk",
+  );
   process.exit(1);
 }
-if (!haveTaskset()) console.warn("taskset not found (util-linux): servers and load generator are not pinned; figures are less comparable.");
+if (!haveTaskset())
+  console.warn(
+    "taskset not found (util-linux): servers and load generator are not pinned; figures are less comparable.",
+  );
 
 function pin(pid: number, cpu: number) {
-  if (haveTaskset()) Bun.spawnSync(["taskset", "-cp", String(cpu), String(pid)], { stdout: "ignore", stderr: "ignore" });
+  if (haveTaskset())
+    Bun.spawnSync(["taskset", "-cp", String(cpu), String(pid)], { stdout: "ignore", stderr: "ignore" });
 }
 
 // --- processes -------------------------------------------------------------
@@ -156,7 +162,8 @@ const percentile = (xs: number[], p: number) => {
 const f0 = (n: number) => Math.round(n).toLocaleString("en-US");
 const f1 = (n: number) => n.toFixed(1);
 const f2 = (n: number) => n.toFixed(2);
-const cpuText = (r: WrkResult) => (r.serverCpuUsPerRequest === undefined ? "" : `(server CPU ${f1(r.serverCpuUsPerRequest)} us/req)`);
+const cpuText = (r: WrkResult) =>
+  r.serverCpuUsPerRequest === undefined ? "" : `(server CPU ${f1(r.serverCpuUsPerRequest)} us/req)`;
 const pct = (n: number) => `${(n * 100).toFixed(0)}%`;
 const mib = (kib: number) => `${(kib / 1024).toFixed(0)} MiB`;
 const gbps = (bytesPerSecond: number) => `${(bytesPerSecond / 1024 ** 3).toFixed(2)} GiB/s`;
@@ -182,7 +189,8 @@ function expectOnly(r: WrkResult, status: number, what: string) {
  */
 function expectAll(r: WrkResult, ok: boolean, what: string) {
   if (r.requests === 0) throw new Error(`${what}: no request completed`);
-  if (r.non2xx3xx !== (ok ? 0 : r.requests)) throw new Error(`${what}: ${r.non2xx3xx} of ${r.requests} answers were not 2xx/3xx`);
+  if (r.non2xx3xx !== (ok ? 0 : r.requests))
+    throw new Error(`${what}: ${r.non2xx3xx} of ${r.requests} answers were not 2xx/3xx`);
   if (r.errors) throw new Error(`${what}: ${r.errors}`);
 }
 
@@ -256,13 +264,23 @@ try {
   });
   const bareUrl: string = bare.ready.url;
   const bareCheck = await fetch(`${bareUrl}/402`, { signal: AbortSignal.timeout(5000) });
-  if (bareCheck.status !== 402 || (await bareCheck.text()) !== body402 || bareCheck.headers.get("payment-required") !== headers402["payment-required"]) {
+  if (
+    bareCheck.status !== 402 ||
+    (await bareCheck.text()) !== body402 ||
+    bareCheck.headers.get("payment-required") !== headers402["payment-required"]
+  ) {
     throw new Error("the bare server does not answer the same 402");
   }
 
-  console.log(`cidgate bench: ${SECONDS} s per measure, ${ROUNDS} rounds, servers on CPU ${SERVER_CPU}, wrk + anvil + bench on CPU ${LOAD_CPU}`);
-  console.log(`cidgate ${gwUrl} (LOG_LEVEL=${process.env.LOG_LEVEL ?? "info"}), bare Bun.serve ${bareUrl}, anvil ${devnet.rpcUrl}`);
-  console.log(`402: ${Object.keys(headers402).length} headers, ${body402.length} B body, PAYMENT-REQUIRED ${headers402["payment-required"].length} B\n`);
+  console.log(
+    `cidgate bench: ${SECONDS} s per measure, ${ROUNDS} rounds, servers on CPU ${SERVER_CPU}, wrk + anvil + bench on CPU ${LOAD_CPU}`,
+  );
+  console.log(
+    `cidgate ${gwUrl} (LOG_LEVEL=${process.env.LOG_LEVEL ?? "info"}), bare Bun.serve ${bareUrl}, anvil ${devnet.rpcUrl}`,
+  );
+  console.log(
+    `402: ${Object.keys(headers402).length} headers, ${body402.length} B body, PAYMENT-REQUIRED ${headers402["payment-required"].length} B\n`,
+  );
 
   // 1. The 402 path ----------------------------------------------------------
   const load = (url: string, extra: Partial<Parameters<typeof runWrk>[0]> = {}) =>
@@ -284,9 +302,17 @@ try {
   const p99402 = median(rounds402.map((r) => r.gw.p99Ms));
   const cpu402 = median(rounds402.map((r) => r.gw.serverCpuUsPerRequest ?? Number.NaN));
   const cpuBare = median(rounds402.map((r) => r.bare.serverCpuUsPerRequest ?? Number.NaN));
-  console.log(`402 capacity from server CPU per request (insensitive to other load): cidgate ${f1(cpu402)} us, bare ${f1(cpuBare)} us -> ${pct(cpuBare / cpu402)}`);
-  verdicts.push([`402 path: ${pct(ratio402)} of bare req/s (target >= ${pct(TARGETS.rpsRatio)}); by CPU per request ${pct(cpuBare / cpu402)}`, ratio402 >= TARGETS.rpsRatio]);
-  verdicts.push([`402 path: p99 ${f2(p99402)} ms at ${CONNECTIONS} connections (target < ${TARGETS.p99Ms} ms)`, p99402 < TARGETS.p99Ms]);
+  console.log(
+    `402 capacity from server CPU per request (insensitive to other load): cidgate ${f1(cpu402)} us, bare ${f1(cpuBare)} us -> ${pct(cpuBare / cpu402)}`,
+  );
+  verdicts.push([
+    `402 path: ${pct(ratio402)} of bare req/s (target >= ${pct(TARGETS.rpsRatio)}); by CPU per request ${pct(cpuBare / cpu402)}`,
+    ratio402 >= TARGETS.rpsRatio,
+  ]);
+  verdicts.push([
+    `402 path: p99 ${f2(p99402)} ms at ${CONNECTIONS} connections (target < ${TARGETS.p99Ms} ms)`,
+    p99402 < TARGETS.p99Ms,
+  ]);
   results.push(
     `| 402 path, ${CONNECTIONS} conns | ${f0(median(rounds402.map((r) => r.gw.rps)))} req/s, p99 ${f2(p99402)} ms | ${f0(median(rounds402.map((r) => r.bare.rps)))} req/s, p99 ${f2(median(rounds402.map((r) => r.bare.p99Ms)))} ms | ${pct(ratio402)} |`,
     `| 402 path, server CPU per request | ${f1(cpu402)} us | ${f1(cpuBare)} us | ${pct(cpuBare / cpu402)} |`,
@@ -315,19 +341,32 @@ try {
   for (let i = 0; i < ROUNDS; i++) {
     const v2 = i % 2 === 1;
     writeFileSync(forgedFile, (v2 ? forgedV2 : forgedV1).join("\n"));
-    const r = await load(smallUrl, { rotate: { header: v2 ? "PAYMENT-SIGNATURE" : "X-PAYMENT", file: forgedFile }, serverPid: gw.proc.pid });
+    const r = await load(smallUrl, {
+      rotate: { header: v2 ? "PAYMENT-SIGNATURE" : "X-PAYMENT", file: forgedFile },
+      serverPid: gw.proc.pid,
+    });
     expectOnly(r, 403, "forged proofs");
     forgedRounds.push(r);
-    console.log(`forged round ${i + 1} (${v2 ? "v2" : "v1"}, ${f0(FORGED)} distinct proofs): ${f0(r.rps)} rejections/s, p50 ${f2(r.p50Ms)} ms p99 ${f2(r.p99Ms)} ms ${cpuText(r)}, ${statusLine(r)}`);
+    console.log(
+      `forged round ${i + 1} (${v2 ? "v2" : "v1"}, ${f0(FORGED)} distinct proofs): ${f0(r.rps)} rejections/s, p50 ${f2(r.p50Ms)} ms p99 ${f2(r.p99Ms)} ms ${cpuText(r)}, ${statusLine(r)}`,
+    );
   }
   const after = await facilitatorStats();
   const facilitatorCalls = after.verify - before.verify + (after.settle - before.settle);
   const forgedTotal = forgedRounds.reduce((a, r) => a + r.requests, 0);
   const forgedRps = median(forgedRounds.map((r) => r.rps));
   const forgedCpu = median(forgedRounds.map((r) => r.serverCpuUsPerRequest ?? Number.NaN));
-  console.log(`facilitator calls during ${f0(forgedTotal)} forged requests: ${facilitatorCalls}; one core's capacity by CPU per rejection: ${f0(1e6 / forgedCpu)}/s`);
-  verdicts.push([`forged proofs: ${f0(forgedRps)} rejections/s (target >= ${f0(TARGETS.forgedPerSecond)})`, forgedRps >= TARGETS.forgedPerSecond]);
-  verdicts.push([`forged proofs: ${facilitatorCalls} facilitator calls in ${f0(forgedTotal)} requests (target 0)`, facilitatorCalls === 0]);
+  console.log(
+    `facilitator calls during ${f0(forgedTotal)} forged requests: ${facilitatorCalls}; one core's capacity by CPU per rejection: ${f0(1e6 / forgedCpu)}/s`,
+  );
+  verdicts.push([
+    `forged proofs: ${f0(forgedRps)} rejections/s (target >= ${f0(TARGETS.forgedPerSecond)})`,
+    forgedRps >= TARGETS.forgedPerSecond,
+  ]);
+  verdicts.push([
+    `forged proofs: ${facilitatorCalls} facilitator calls in ${f0(forgedTotal)} requests (target 0)`,
+    facilitatorCalls === 0,
+  ]);
   results.push(
     `| forged proofs (bad signature), ${CONNECTIONS} conns | ${f0(forgedRps)} rejections/s, p99 ${f2(median(forgedRounds.map((r) => r.p99Ms)))} ms, ${f0(forgedCpu)} us CPU each, ${facilitatorCalls} facilitator calls in ${f0(forgedTotal)} | — | — |`,
   );
@@ -336,15 +375,22 @@ try {
   const buyers = devnet.buyers.map((b) => privateKeyToAccount(b.privateKey));
   const payOnce = async (headerPair: [string, string]) => {
     const t = performance.now();
-    const res = await fetch(smallUrl, { headers: { [headerPair[0]]: headerPair[1] }, signal: AbortSignal.timeout(30_000) });
+    const res = await fetch(smallUrl, {
+      headers: { [headerPair[0]]: headerPair[1] },
+      signal: AbortSignal.timeout(30_000),
+    });
     await res.arrayBuffer();
     const ms = performance.now() - t;
     if (res.status !== 200) throw new Error(`a paid request got ${res.status}`);
     return ms;
   };
-  const warm = await Promise.all(Array.from({ length: 6 }, (_, i) => paidProof(i % 2 ? 2 : 1, buyers[i % buyers.length], offer)));
+  const warm = await Promise.all(
+    Array.from({ length: 6 }, (_, i) => paidProof(i % 2 ? 2 : 1, buyers[i % buyers.length], offer)),
+  );
   for (const h of warm) await payOnce(h);
-  const proofs = await Promise.all(Array.from({ length: PAID }, (_, i) => paidProof(i % 2 ? 2 : 1, buyers[i % buyers.length], offer)));
+  const proofs = await Promise.all(
+    Array.from({ length: PAID }, (_, i) => paidProof(i % 2 ? 2 : 1, buyers[i % buyers.length], offer)),
+  );
   const statsBeforePaid = await facilitatorStats();
   const totals: number[] = [];
   for (const h of proofs) totals.push(await payOnce(h));
@@ -369,7 +415,10 @@ try {
   console.log(
     `  facilitator verify p50 ${f2(median(verifyMs))} ms + settle p50 ${f2(median(settleMs))} ms; gateway share p50 ${f2(median(share))} ms p99 ${f2(percentile(share, 99))} ms (of which client<->server loopback HTTP ~${f2(median(floor))} ms)`,
   );
-  verdicts.push([`paid request: gateway share p50 ${f2(median(share))} ms (target < ${TARGETS.gatewayShareP50Ms} ms)`, median(share) < TARGETS.gatewayShareP50Ms]);
+  verdicts.push([
+    `paid request: gateway share p50 ${f2(median(share))} ms (target < ${TARGETS.gatewayShareP50Ms} ms)`,
+    median(share) < TARGETS.gatewayShareP50Ms,
+  ]);
   results.push(
     `| paid request end to end (${PAID}, sequential) | total p50 ${f2(median(totals))} ms, p99 ${f2(percentile(totals, 99))} ms; facilitator p50 ${f2(median(facilitatorMs))} ms; **gateway share p50 ${f2(median(share))} ms**, p99 ${f2(percentile(share, 99))} ms | loopback HTTP round trip p50 ${f2(median(floor))} ms | — |`,
   );
@@ -379,7 +428,9 @@ try {
   // hashed again), so its peak RSS belongs to the downloads, not to the
   // tens of thousands of requests before. The old process's figure is printed too.
   const usedMem = memoryKiB(gw.proc.pid);
-  console.log(`\ncidgate RSS after the phases above: ${mib(usedMem.rss)} (peak ${mib(usedMem.hwm)}); restarting it for the downloads`);
+  console.log(
+    `\ncidgate RSS after the phases above: ${mib(usedMem.rss)} (peak ${mib(usedMem.hwm)}); restarting it for the downloads`,
+  );
   await stopChild(gw.proc);
   gw = await startGateway();
   gwUrl = gw.ready.url;
@@ -408,7 +459,9 @@ try {
     expectAll(g, true, "paid download");
     expectAll(b, true, "bare Bun.file");
     downloadRounds.push({ gw: g, bare: b });
-    console.log(`download round ${i + 1} (${DOWNLOAD_CONNECTIONS} conns): cidgate ${gbps(g.bytesPerSecond)} | bare Bun.file ${gbps(b.bytesPerSecond)} | ratio ${pct(g.bytesPerSecond / b.bytesPerSecond)}`);
+    console.log(
+      `download round ${i + 1} (${DOWNLOAD_CONNECTIONS} conns): cidgate ${gbps(g.bytesPerSecond)} | bare Bun.file ${gbps(b.bytesPerSecond)} | ratio ${pct(g.bytesPerSecond / b.bytesPerSecond)}`,
+    );
   }
   const gwMem = memoryKiB(gw.proc.pid);
   const bareMem = memoryKiB(bare.proc.pid);
@@ -418,8 +471,14 @@ try {
   console.log(
     `peak RSS during downloads${peaksReset ? "" : " (could not reset VmHWM: lifetime peak)"}: cidgate ${mib(gwMem.hwm)} (RSS ${mib(gwBefore.rss)} before them, ${mib(gwBefore.hwm)} peak from its start to then), bare ${mib(bareMem.hwm)}. First cidgate process: ${mib(indexPeak.hwm)} peak while indexing the 100 MiB file at start`,
   );
-  verdicts.push([`100 MiB download: ${pct(dlRatio)} of Bun.file throughput (target >= ${pct(TARGETS.downloadRatio)})`, dlRatio >= TARGETS.downloadRatio]);
-  verdicts.push([`100 MiB download: server peak RSS ${mib(gwMem.hwm)} (target < ${TARGETS.rssMiB} MiB)`, gwMem.hwm / 1024 < TARGETS.rssMiB]);
+  verdicts.push([
+    `100 MiB download: ${pct(dlRatio)} of Bun.file throughput (target >= ${pct(TARGETS.downloadRatio)})`,
+    dlRatio >= TARGETS.downloadRatio,
+  ]);
+  verdicts.push([
+    `100 MiB download: server peak RSS ${mib(gwMem.hwm)} (target < ${TARGETS.rssMiB} MiB)`,
+    gwMem.hwm / 1024 < TARGETS.rssMiB,
+  ]);
   results.push(
     `| 100 MiB paid download, ${DOWNLOAD_CONNECTIONS} conns | ${gbps(median(downloadRounds.map((r) => r.gw.bytesPerSecond)))}, peak RSS ${mib(gwMem.hwm)} (${mib(gwBefore.rss)} before) | ${gbps(median(downloadRounds.map((r) => r.bare.bytesPerSecond)))}, peak RSS ${mib(bareMem.hwm)} | ${pct(dlRatio)} |`,
   );
@@ -427,7 +486,9 @@ try {
   await stopChild(bare.proc);
   await stopChild(gw.proc);
 
-  console.log(`\n| measure (median of ${ROUNDS} rounds) | cidgate | bare Bun.serve | ratio |\n|---|---|---|---|\n${results.join("\n")}`);
+  console.log(
+    `\n| measure (median of ${ROUNDS} rounds) | cidgate | bare Bun.serve | ratio |\n|---|---|---|---|\n${results.join("\n")}`,
+  );
   console.log("\ntargets:");
   for (const [what, ok] of verdicts) console.log(`  ${verdict(ok).padEnd(7)} ${what}`);
   console.log(`\nbench:gateway took ${f0((performance.now() - startedAt) / 1000)} s`);

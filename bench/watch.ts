@@ -35,7 +35,8 @@ async function timeUntil(check: () => boolean): Promise<number> {
 
 const dirs = tempDirs();
 const db = openDb(":memory:");
-const file = (price: string) => pricingFile(instruction("one", { cids: [CID_A], price }), instruction("docs", { files: ["docs/*.md"] }));
+const file = (price: string) =>
+  pricingFile(instruction("one", { cids: [CID_A], price }), instruction("docs", { files: ["docs/*.md"] }));
 dirs.write("a.yaml", file("$0.01"));
 const stores = createStores(db, dirs.settings);
 await stores.content.index();
@@ -44,7 +45,12 @@ pricing.reload("start");
 const watchers = startWatchers({ content: stores.content, settings: dirs.settings, pricing });
 const amountOf = (cid: string) => stores.instructions.forCid(cid)?.requirements[0].amount;
 
-const results: Record<string, number[]> = { "pricing atomic save": [], "pricing in-place save": [], "content file added": [], "content file removed": [] };
+const results: Record<string, number[]> = {
+  "pricing atomic save": [],
+  "pricing in-place save": [],
+  "content file added": [],
+  "content file removed": [],
+};
 try {
   let cents = 1;
   for (let run = 0; run < RUNS; run++) {
@@ -75,5 +81,7 @@ try {
 const fmt = (n: number) => `${n.toFixed(0)} ms`;
 for (const [name, times] of Object.entries(results)) {
   const sorted = [...times].sort((x, y) => x - y);
-  console.log(`${name.padEnd(24)} median ${fmt(sorted[Math.floor(sorted.length / 2)])}  max ${fmt(sorted[sorted.length - 1])}  (${sorted.length} runs)`);
+  console.log(
+    `${name.padEnd(24)} median ${fmt(sorted[Math.floor(sorted.length / 2)])}  max ${fmt(sorted[sorted.length - 1])}  (${sorted.length} runs)`,
+  );
 }

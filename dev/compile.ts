@@ -8,7 +8,7 @@
  * (a few seconds of wasm); test/chain/artifacts.test.ts recompiles and fails
  * when they no longer match the source.
  */
-import { readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import solc from "solc";
 
@@ -31,7 +31,9 @@ const EVM_VERSION = "cancun";
 
 export function compileContracts(): Artifact[] {
   const sources: Record<string, { content: string }> = {};
-  for (const file of readdirSync(CONTRACTS_DIR).filter((f) => f.endsWith(".sol")).sort()) {
+  for (const file of readdirSync(CONTRACTS_DIR)
+    .filter((f) => f.endsWith(".sol"))
+    .sort()) {
     sources[file] = { content: readFileSync(join(CONTRACTS_DIR, file), "utf8") };
   }
   const input = {

@@ -84,7 +84,9 @@ try {
   const unpaid = await fetch(url);
   const offer = (await unpaid.json()) as { accepts: { maxAmountRequired: string; payTo: string; network: string }[] };
   const price = BigInt(offer.accepts[0].maxAmountRequired);
-  console.log(`   -> ${unpaid.status} Payment Required: ${usd(price)} on ${offer.accepts[0].network} to ${offer.accepts[0].payTo}`);
+  console.log(
+    `   -> ${unpaid.status} Payment Required: ${usd(price)} on ${offer.accepts[0].network} to ${offer.accepts[0].payTo}`,
+  );
 
   const before = { buyer: await balance(buyer.address), seller: await balance(devnet.seller.address) };
 
@@ -95,7 +97,9 @@ try {
   if (paid.status !== 200) throw new Error(`expected 200 after paying, got ${paid.status}: ${await paid.text()}`);
   const receipt = decodeXPaymentResponse(paid.headers.get("x-payment-response")!);
   const body = await paid.text();
-  console.log(`   -> ${paid.status} ${paid.headers.get("content-type")}, ${body.length} bytes; first line: ${body.split("\n")[0]}`);
+  console.log(
+    `   -> ${paid.status} ${paid.headers.get("content-type")}, ${body.length} bytes; first line: ${body.split("\n")[0]}`,
+  );
   console.log(`   transaction ${receipt.transaction}`);
 
   const after = { buyer: await balance(buyer.address), seller: await balance(devnet.seller.address) };

@@ -128,7 +128,10 @@ function avi(w: number, h: number, frames: number, fps: number): Buffer {
   strf.writeUInt16LE(24, 14);
   strf.writeUInt32LE(0, 16); // BI_RGB
   strf.writeUInt32LE(frameBytes, 20);
-  const hdrl = riffList("hdrl", [riffChunk("avih", avih), riffList("strl", [riffChunk("strh", strh), riffChunk("strf", strf)])]);
+  const hdrl = riffList("hdrl", [
+    riffChunk("avih", avih),
+    riffList("strl", [riffChunk("strh", strh), riffChunk("strf", strf)]),
+  ]);
   const chunks = frameData.map((d) => riffChunk("00db", d));
   const movi = riffList("movi", chunks);
   const idx = Buffer.alloc(16 * frames);

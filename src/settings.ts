@@ -92,7 +92,8 @@ export const VARIABLES = {
   db: variable({ name: "CIDGATE_DB", default: "data/cidgate.db", doc: "SQLite file (`:memory:` allowed)", ...text }),
   dataDir: variable({
     name: "CIDGATE_DATA_DIR",
-    default: (raw: Lookup) => (raw("CIDGATE_DB") === ":memory:" ? "data" : raw("CIDGATE_DB")!.replace(/\/?[^/]*$/, "") || "."),
+    default: (raw: Lookup) =>
+      raw("CIDGATE_DB") === ":memory:" ? "data" : raw("CIDGATE_DB")!.replace(/\/?[^/]*$/, "") || ".",
     defaultDoc: "the database file's folder",
     doc: "where generated state (the JWT secret) is kept",
     ...text,
@@ -120,7 +121,12 @@ export const VARIABLES = {
     doc: "bound on each facilitator call, in ms",
     ...wholeNumber(100, 600000),
   }),
-  cdpApiKeyId: variable({ name: "CDP_API_KEY_ID", defaultDoc: "none", doc: "Coinbase facilitator auth: key id", ...text }),
+  cdpApiKeyId: variable({
+    name: "CDP_API_KEY_ID",
+    defaultDoc: "none",
+    doc: "Coinbase facilitator auth: key id",
+    ...text,
+  }),
   cdpApiKeySecret: variable({
     name: "CDP_API_KEY_SECRET",
     defaultDoc: "none",
@@ -168,7 +174,10 @@ export const VARIABLES = {
     doc: "networks the built-in facilitator serves (`base`, `base-sepolia`)",
     allows: `a comma-separated list of ${FACILITATOR_NETWORKS.join(", ")}`,
     parse: (s) => {
-      const names = s.split(",").map((n) => n.trim()).filter(Boolean);
+      const names = s
+        .split(",")
+        .map((n) => n.trim())
+        .filter(Boolean);
       const known = names.flatMap((n) => FACILITATOR_NETWORKS.filter((k) => k === n));
       return known.length === names.length ? Object.freeze(known) : undefined;
     },
@@ -224,7 +233,8 @@ export type SettingsRule = (s: Partial<Settings>) => SettingsIssue[];
 export function selfHostedFacilitatorIssues(s: Partial<Settings>, when: string): SettingsIssue[] {
   const issues: SettingsIssue[] = [];
   if (!s.rpcUrl) issues.push({ variable: "RPC_URL", message: `required ${when} (the chain to settle on)` });
-  if (!s.relayerPrivateKey) issues.push({ variable: "RELAYER_PRIVATE_KEY", message: `required ${when} (the key that pays gas)` });
+  if (!s.relayerPrivateKey)
+    issues.push({ variable: "RELAYER_PRIVATE_KEY", message: `required ${when} (the key that pays gas)` });
   return issues;
 }
 
@@ -294,7 +304,11 @@ export function loadSettings(env: Env = process.env, rules: readonly SettingsRul
  * variable, `<who>: bad setting <VARIABLE>: <what it allows> (got "...")`, and
  * returns undefined (the caller exits 2).
  */
-export function loadSettingsOrReport(who: string, env: Env = process.env, rules: readonly SettingsRule[] = []): Settings | undefined {
+export function loadSettingsOrReport(
+  who: string,
+  env: Env = process.env,
+  rules: readonly SettingsRule[] = [],
+): Settings | undefined {
   try {
     return loadSettings(env, rules);
   } catch (e) {

@@ -45,7 +45,15 @@ describe("settings", () => {
     expect(s.facilitatorPort).toBe(4022);
     expect(s.receiptTimeoutSeconds).toBe(30);
     expect(s.logLevel).toBe("info");
-    for (const optional of ["jwtSecret", "cdpApiKeyId", "cdpApiKeySecret", "usdcAddressBase", "usdcAddressBaseSepolia", "rpcUrl", "relayerPrivateKey"] as const) {
+    for (const optional of [
+      "jwtSecret",
+      "cdpApiKeyId",
+      "cdpApiKeySecret",
+      "usdcAddressBase",
+      "usdcAddressBaseSepolia",
+      "rpcUrl",
+      "relayerPrivateKey",
+    ] as const) {
       expect(s[optional]).toBeUndefined();
     }
     expect(Object.keys(s)).toEqual(Object.keys(VARIABLES)); // every setting present, unset ones too
@@ -58,8 +66,13 @@ describe("settings", () => {
     expect(loadSettings({ CIDGATE_DB: "db.sqlite" }).dataDir).toBe(".");
     expect(loadSettings({ PUBLIC_URL: "https://gw.example.com//" }).publicUrl).toBe("https://gw.example.com");
     expect(loadSettings({ PORT: "" }).port).toBe(4021); // empty means unset
-    expect(loadSettings({ FACILITATOR_NETWORKS: "base, base-sepolia" }).facilitatorNetworks).toEqual(["base", "base-sepolia"]);
-    expect(loadSettings({ USDC_ADDRESS_BASE: "0x5fbdb2315678afecb367f032d93f642f64180aa3" }).usdcAddressBase).toBe("0x5FbDB2315678afecb367f032d93F642f64180aa3");
+    expect(loadSettings({ FACILITATOR_NETWORKS: "base, base-sepolia" }).facilitatorNetworks).toEqual([
+      "base",
+      "base-sepolia",
+    ]);
+    expect(loadSettings({ USDC_ADDRESS_BASE: "0x5fbdb2315678afecb367f032d93f642f64180aa3" }).usdcAddressBase).toBe(
+      "0x5FbDB2315678afecb367f032d93F642f64180aa3",
+    );
   });
 
   test("a bad value names the variable and what is allowed", () => {
@@ -95,7 +108,11 @@ describe("settings", () => {
     }
     // All of them at once: every one reported, in the table's order, nothing else.
     const all = issues(bad).map((i) => i.variable);
-    expect(all).toEqual(Object.values(VARIABLES).map((v) => v.name).filter((n) => n in bad));
+    expect(all).toEqual(
+      Object.values(VARIABLES)
+        .map((v) => v.name)
+        .filter((n) => n in bad),
+    );
   });
 
   test("LOG_LEVEL takes pino's levels only", () => {
@@ -124,9 +141,9 @@ describe("settings", () => {
       { variable: "RELAYER_PRIVATE_KEY", message: "required when FACILITATOR_URL=local (the key that pays gas)" },
     ]);
     // A malformed RPC_URL is reported once, as malformed, not also as missing.
-    expect(issues({ FACILITATOR_URL: "local", RPC_URL: "nope", RELAYER_PRIVATE_KEY: KEY }).map((i) => i.message)).toEqual([
-      'an http(s) URL (got "nope")',
-    ]);
+    expect(
+      issues({ FACILITATOR_URL: "local", RPC_URL: "nope", RELAYER_PRIVATE_KEY: KEY }).map((i) => i.message),
+    ).toEqual(['an http(s) URL (got "nope")']);
     const s = loadSettings({ FACILITATOR_URL: "local", RPC_URL: "http://127.0.0.1:8545/", RELAYER_PRIVATE_KEY: KEY });
     expect(s.rpcUrl).toBe("http://127.0.0.1:8545");
     expect(s.relayerPrivateKey).toBe(KEY as `0x${string}`);

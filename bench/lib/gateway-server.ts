@@ -96,7 +96,15 @@ for (const row of db.sqlite.query<{ cid: string; path: string }, []>("SELECT cid
 }
 
 // Served as `npm start` serves it: the one server factory (Bun's router, the request log, the limits).
-const running = await startServer({ settings, db, log, facilitator, stores, jwtSecret: "bench-secret-bench-secret-bench-secret-01", pricing: false });
+const running = await startServer({
+  settings,
+  db,
+  log,
+  facilitator,
+  stores,
+  jwtSecret: "bench-secret-bench-secret-bench-secret-01",
+  pricing: false,
+});
 const url = running.url;
 
 const control = Bun.serve({

@@ -9,9 +9,21 @@ import type { PrivateKeyAccount } from "viem/accounts";
 
 export interface Offer {
   /** v1 requirement (body of the 402). */
-  v1: { network: string; maxAmountRequired: string; payTo: string; asset: string; extra: { name: string; version: string } } & Record<string, unknown>;
+  v1: {
+    network: string;
+    maxAmountRequired: string;
+    payTo: string;
+    asset: string;
+    extra: { name: string; version: string };
+  } & Record<string, unknown>;
   /** v2 requirement (PAYMENT-REQUIRED header of the 402) and its resource. */
-  v2: { network: string; amount: string; payTo: string; asset: string; extra: { name: string; version: string } } & Record<string, unknown>;
+  v2: {
+    network: string;
+    amount: string;
+    payTo: string;
+    asset: string;
+    extra: { name: string; version: string };
+  } & Record<string, unknown>;
   resource: Record<string, unknown>;
 }
 
@@ -21,7 +33,10 @@ export async function offerOf(response: Response): Promise<Offer> {
   const body = (await response.json()) as { accepts: Offer["v1"][] };
   const header = response.headers.get("payment-required");
   if (!header) throw new Error("the 402 has no PAYMENT-REQUIRED header");
-  const v2 = JSON.parse(Buffer.from(header, "base64").toString("utf8")) as { accepts: Offer["v2"][]; resource: Record<string, unknown> };
+  const v2 = JSON.parse(Buffer.from(header, "base64").toString("utf8")) as {
+    accepts: Offer["v2"][];
+    resource: Record<string, unknown>;
+  };
   return { v1: body.accepts[0], v2: v2.accepts[0], resource: v2.resource };
 }
 
@@ -47,7 +62,12 @@ export interface Authorization {
   nonce: Hex;
 }
 
-export function authorizationFor(offer: Offer, from: `0x${string}`, validForSeconds = 600, nonce: Hex = randomNonce()): Authorization {
+export function authorizationFor(
+  offer: Offer,
+  from: `0x${string}`,
+  validForSeconds = 600,
+  nonce: Hex = randomNonce(),
+): Authorization {
   const now = Math.floor(Date.now() / 1000);
   return {
     from,
@@ -79,7 +99,12 @@ export async function sign(account: PrivateKeyAccount, offer: Offer, authorizati
 }
 
 /** The header (name, value) a client of this version sends. */
-export function proofHeader(version: 1 | 2, offer: Offer, signature: Hex, authorization: Authorization): [string, string] {
+export function proofHeader(
+  version: 1 | 2,
+  offer: Offer,
+  signature: Hex,
+  authorization: Authorization,
+): [string, string] {
   const payload =
     version === 1
       ? { x402Version: 1, scheme: "exact", network: offer.v1.network, payload: { signature, authorization } }

@@ -62,7 +62,8 @@ export function haveWrk(): boolean {
 export const haveTaskset = (): boolean => Bun.which("taskset") !== null;
 
 /** Prefix that pins a command to `cpu` (empty without taskset). */
-export const pinned = (cpu: number | undefined): string[] => (cpu !== undefined && haveTaskset() ? ["taskset", "-c", String(cpu)] : []);
+export const pinned = (cpu: number | undefined): string[] =>
+  cpu !== undefined && haveTaskset() ? ["taskset", "-c", String(cpu)] : [];
 
 const UNITS_TIME: Record<string, number> = { us: 0.001, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 const UNITS_BYTES: Record<string, number> = { B: 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3, TB: 1024 ** 4 };
@@ -78,7 +79,15 @@ function bytes(text: string): number {
 }
 
 export async function runWrk(run: WrkRun): Promise<WrkResult> {
-  const args = ["wrk", "-t1", `-c${run.connections}`, `-d${run.seconds}s`, "--latency", `--timeout`, `${run.timeoutSeconds ?? 10}s`];
+  const args = [
+    "wrk",
+    "-t1",
+    `-c${run.connections}`,
+    `-d${run.seconds}s`,
+    "--latency",
+    `--timeout`,
+    `${run.timeoutSeconds ?? 10}s`,
+  ];
   for (const [k, v] of Object.entries(run.headers ?? {})) args.push("-H", `${k}: ${v}`);
   if (run.rotate || run.countStatuses) args.push("-s", join(import.meta.dir, "count-statuses.lua"));
   args.push(run.url);
@@ -87,7 +96,11 @@ export async function runWrk(run: WrkRun): Promise<WrkResult> {
   const proc = Bun.spawn([...pinned(run.cpu), ...args], { stdout: "pipe", stderr: "pipe" });
   // wrk ends by itself after -d; the kill is a bound in case it wedges.
   const guard = setTimeout(() => proc.kill("SIGKILL"), (run.seconds + 30) * 1000);
-  const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  const [out, err, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
   clearTimeout(guard);
   const cpuAfter = run.serverPid ? cpuMs(run.serverPid) : undefined;
   if (code !== 0) throw new Error(`wrk failed (${code}): ${err || out}`);

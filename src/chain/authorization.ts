@@ -11,7 +11,16 @@
  * no older than the claim (a nonce the facilitator verified unused at claim
  * time was used after it), so RPCs with a getLogs range limit still answer.
  */
-import { createPublicClient, erc20Abi, type Hex, http, isAddressEqual, parseAbi, parseEventLogs, type PublicClient } from "viem";
+import {
+  createPublicClient,
+  erc20Abi,
+  type Hex,
+  http,
+  isAddressEqual,
+  type PublicClient,
+  parseAbi,
+  parseEventLogs,
+} from "viem";
 
 const eip3009Abi = parseAbi([
   "function authorizationState(address authorizer, bytes32 nonce) view returns (bool)",
@@ -53,7 +62,9 @@ export interface AuthorizationLookupOptions {
 }
 
 export function createAuthorizationLookup(options: AuthorizationLookupOptions) {
-  const client: PublicClient = createPublicClient({ transport: http(options.rpcUrl, { timeout: options.rpcTimeoutMs ?? 10_000, retryCount: 1 }) });
+  const client: PublicClient = createPublicClient({
+    transport: http(options.rpcUrl, { timeout: options.rpcTimeoutMs ?? 10_000, retryCount: 1 }),
+  });
   const windowSize = BigInt(options.window ?? 2000);
   const maxWindows = options.maxWindows ?? 50;
   const slack = BigInt(options.slackSeconds ?? 300);
@@ -100,13 +111,26 @@ export function createAuthorizationLookup(options: AuthorizationLookupOptions) {
       if (!used) return { state: "unused", chainTime: Number(latest.timestamp) };
       const txHash = await findUse(q, latest.number);
       // Never concluded from an absence: without the event, the outcome stays unknown.
-      if (!txHash) return { state: "unknown", detail: "the nonce is used but neither its transaction nor its cancellation was found in the blocks searched" };
+      if (!txHash)
+        return {
+          state: "unknown",
+          detail: "the nonce is used but neither its transaction nor its cancellation was found in the blocks searched",
+        };
       if (txHash === "canceled") return { state: "spent", detail: "the authorization was canceled" };
       const receipt = await client.getTransactionReceipt({ hash: txHash });
       if (receipt.status !== "success") return { state: "unknown", detail: "the transaction using the nonce reverted" };
-      const transfers = parseEventLogs({ abi: erc20Abi, eventName: "Transfer", logs: receipt.logs.filter((l) => isAddressEqual(l.address, q.asset)) });
-      const paid = transfers.some((l) => isAddressEqual(l.args.from, q.authorizer) && isAddressEqual(l.args.to, q.payTo) && l.args.value >= q.minValue);
-      return paid ? { state: "paid", txHash } : { state: "spent", detail: "the authorization was used for another transfer" };
+      const transfers = parseEventLogs({
+        abi: erc20Abi,
+        eventName: "Transfer",
+        logs: receipt.logs.filter((l) => isAddressEqual(l.address, q.asset)),
+      });
+      const paid = transfers.some(
+        (l) =>
+          isAddressEqual(l.args.from, q.authorizer) && isAddressEqual(l.args.to, q.payTo) && l.args.value >= q.minValue,
+      );
+      return paid
+        ? { state: "paid", txHash }
+        : { state: "spent", detail: "the authorization was used for another transfer" };
     },
   };
 }

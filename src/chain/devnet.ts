@@ -18,15 +18,15 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import type { Subprocess } from "bun";
 import {
+  type Address,
   createPublicClient,
   createWalletClient,
   defineChain,
   getAddress,
-  http,
-  parseEther,
-  type Address,
   type Hex,
+  http,
   type PublicClient,
+  parseEther,
 } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import multicallArtifact from "../../dev/artifacts/Multicall3.json";
@@ -139,12 +139,18 @@ function isAlive(pid: number): boolean {
 async function spawnAnvil(opts: Required<Pick<DevnetOptions, "chainId" | "port" | "startTimeoutMs">> & DevnetOptions) {
   const args = [
     anvilBinary(),
-    "--host", "127.0.0.1",
-    "--port", String(opts.port),
-    "--chain-id", String(opts.chainId),
-    "--accounts", "0", // our accounts are fresh random keys, funded below
-    "--threads", "1",
-    "--color", "never",
+    "--host",
+    "127.0.0.1",
+    "--port",
+    String(opts.port),
+    "--chain-id",
+    String(opts.chainId),
+    "--accounts",
+    "0", // our accounts are fresh random keys, funded below
+    "--threads",
+    "1",
+    "--color",
+    "never",
   ];
   installExitHook();
   const proc = Bun.spawn(["sh", "-c", WATCHDOG, "cidgate-devnet", ...args], {
@@ -279,7 +285,8 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
     const buyers = Array.from({ length: options.buyers ?? 3 }, () => account());
     const client = localPublicClient(rpcUrl);
     // anvil's own methods are not in viem's public RPC schema: asked through the untyped transport.
-    const anvilRequest = (method: string, params: unknown[]) => (client.request as (args: { method: string; params: unknown[] }) => Promise<unknown>)({ method, params });
+    const anvilRequest = (method: string, params: unknown[]) =>
+      (client.request as (args: { method: string; params: unknown[] }) => Promise<unknown>)({ method, params });
 
     // Gas money for everyone (buyers too: a buyer may cancel an authorization),
     // and Multicall3 where real chains have it (viem and @x402/evm rely on it).
@@ -307,7 +314,12 @@ export async function startDevnet(options: DevnetOptions = {}): Promise<Devnet> 
     const token = getAddress(deployReceipt.contractAddress);
 
     const mint = async (to: Address, amount: bigint) => {
-      const hash = await wallet.writeContract({ address: token, abi: usdcArtifact.abi, functionName: "mint", args: [to, amount] });
+      const hash = await wallet.writeContract({
+        address: token,
+        abi: usdcArtifact.abi,
+        functionName: "mint",
+        args: [to, amount],
+      });
       const receipt = await client.waitForTransactionReceipt({ hash, timeout: 10_000 });
       if (receipt.status !== "success") throw new Error(`minting to ${to} failed`);
     };

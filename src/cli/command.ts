@@ -21,7 +21,9 @@ export interface ArgumentDef {
   optional?: boolean;
 }
 
-type Values<O extends Record<string, OptionDef>> = { [K in keyof O]?: O[K]["type"] extends "string" ? string : boolean };
+type Values<O extends Record<string, OptionDef>> = {
+  [K in keyof O]?: O[K]["type"] extends "string" ? string : boolean;
+};
 
 export interface CommandInput<O extends Record<string, OptionDef>> {
   values: Values<O>;
@@ -54,7 +56,9 @@ export interface Command {
 /** A value the command refuses: reported as one line, exit 2. */
 export class UsageError extends Error {}
 
-export function defineCommand<const O extends Record<string, OptionDef> = Record<never, OptionDef>>(def: CommandDef<O>): Command {
+export function defineCommand<const O extends Record<string, OptionDef> = Record<never, OptionDef>>(
+  def: CommandDef<O>,
+): Command {
   const [, ...subcommands] = def.name.split(" ");
   const who = `cidgate ${def.name}`;
   const options: Record<string, OptionDef> = def.options ?? {};
@@ -102,7 +106,8 @@ export function defineCommand<const O extends Record<string, OptionDef> = Record
       if (value === "") return refuse(`--${name} needs a value`);
     }
     const required = args.filter((a) => !a.optional).length;
-    if (parsed.positionals.length > args.length) return refuse(`unexpected argument ${parsed.positionals[args.length]}`);
+    if (parsed.positionals.length > args.length)
+      return refuse(`unexpected argument ${parsed.positionals[args.length]}`);
     if (parsed.positionals.length < required) return refuse(`missing <${args[parsed.positionals.length].name}>`);
     try {
       return await def.run({ values: parsed.values as Values<O>, positionals: parsed.positionals, who });

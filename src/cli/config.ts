@@ -15,7 +15,9 @@ import { defineCommand } from "./command";
 export const command = defineCommand({
   name: "config check",
   summary: "validate the pricing files as the server would (exit 1 with every problem)",
-  arguments: [{ name: "dir", optional: true, description: "pricing folder (default: CIDGATE_CONFIG_DIR, or ./config)" }],
+  arguments: [
+    { name: "dir", optional: true, description: "pricing folder (default: CIDGATE_CONFIG_DIR, or ./config)" },
+  ],
   options: {
     content: {
       type: "string",

@@ -53,7 +53,9 @@ export const command = defineCommand({
         return 0;
       }
       if (!force) {
-        console.error(`${who}: ${join(settings.contentDir, relative)} exists with other contents (${existing}); use --force to replace it`);
+        console.error(
+          `${who}: ${join(settings.contentDir, relative)} exists with other contents (${existing}); use --force to replace it`,
+        );
         return 1;
       }
     }

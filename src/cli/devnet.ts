@@ -12,7 +12,8 @@ import { defineCommand, UsageError } from "./command";
 
 function wholeNumber(raw: string | undefined, name: string, fallback: number, max: number): number {
   if (raw === undefined) return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) > max) throw new UsageError(`--${name}: a whole number up to ${max} (got "${raw}")`);
+  if (!/^\d+$/.test(raw) || Number(raw) > max)
+    throw new UsageError(`--${name}: a whole number up to ${max} (got "${raw}")`);
   return Number(raw);
 }
 
@@ -62,11 +63,14 @@ export const command = defineCommand({
 
     console.log(`devnet: anvil on ${devnet.rpcUrl}, chain id ${devnet.chainId} (base-sepolia)`);
     console.log(`token:  USDC (EIP-3009, 6 decimals) at ${devnet.token}`);
-    for (const [i, b] of devnet.buyers.entries()) console.log(`buyer ${i}: ${b.address} (${usdc} USDC) key ${b.privateKey}`);
+    for (const [i, b] of devnet.buyers.entries())
+      console.log(`buyer ${i}: ${b.address} (${usdc} USDC) key ${b.privateKey}`);
     console.log(`seller:  ${devnet.seller.address}`);
     console.log(`relayer: ${devnet.relayer.address} key ${devnet.relayer.privateKey}`);
     console.log(`wrote ${out}`);
-    console.log(`\nfor cidgate (.env):\nFACILITATOR_URL=local\nRPC_URL=${devnet.rpcUrl}\nRELAYER_PRIVATE_KEY=${devnet.relayer.privateKey}\nUSDC_ADDRESS_BASE_SEPOLIA=${devnet.token}\n`);
+    console.log(
+      `\nfor cidgate (.env):\nFACILITATOR_URL=local\nRPC_URL=${devnet.rpcUrl}\nRELAYER_PRIVATE_KEY=${devnet.relayer.privateKey}\nUSDC_ADDRESS_BASE_SEPOLIA=${devnet.token}\n`,
+    );
     console.log("Ctrl-C stops the chain.");
 
     // Nothing else holds the event loop open (anvil's handle is unref'd on purpose).

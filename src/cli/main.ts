@@ -5,7 +5,7 @@
  * so `cidgate token create` does not pay for the facilitator's imports.
  */
 import pkg from "../../package.json";
-import { table, type Command } from "./command";
+import { type Command, table } from "./command";
 
 const commands: Record<string, () => Promise<{ command: Command }>> = {
   serve: () => import("./serve"),
@@ -22,7 +22,10 @@ async function help(): Promise<string> {
     `cidgate ${pkg.version}: sell files over x402 (HTTP 402, USDC on Base)`,
     "usage: cidgate <command> [options]",
     `commands:\n${table(loaded.map((c) => [c.name, c.summary]))}`,
-    `options:\n${table([["-h, --help", "print this help"], ["--version", "print the version"]])}`,
+    `options:\n${table([
+      ["-h, --help", "print this help"],
+      ["--version", "print the version"],
+    ])}`,
     "cidgate <command> --help prints a command's arguments and options.",
   ].join("\n\n");
 }

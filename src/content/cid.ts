@@ -4,13 +4,13 @@
  * (raw leaves, 256 KiB fixed chunks, balanced DAG of at most 174 links per
  * node): `bafkrei...` for a file of one chunk, a dag-pb root `bafybei...` above.
  */
-import { importBytes, importByteStream, type ImporterOptions } from "ipfs-unixfs-importer";
+import { type ImporterOptions, importByteStream, importBytes } from "ipfs-unixfs-importer";
 import { fixedSize } from "ipfs-unixfs-importer/chunker";
 import { balanced } from "ipfs-unixfs-importer/layout";
-import { CID } from "multiformats/cid";
 import { base32 } from "multiformats/bases/base32";
 import { base36 } from "multiformats/bases/base36";
 import { base58btc } from "multiformats/bases/base58";
+import { CID } from "multiformats/cid";
 
 const decoders = base32.decoder.or(base36.decoder).or(base58btc.decoder);
 

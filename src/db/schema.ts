@@ -82,4 +82,3 @@ export const payments = sqliteTable(
     index("payments_created").on(t.createdAt),
   ],
 );
-

@@ -38,7 +38,10 @@ export type Authorization = Pick<VerifiedPayment, "chainId" | "asset" | "payer" 
 /** Transactions sent but not confirmed in time, by authorization. Bounded: the oldest go first. */
 class PendingTransactions {
   private readonly map = new Map<string, { hash: Hex; at: number }>();
-  constructor(private readonly max = 10_000, private readonly ttlMs = 60 * 60 * 1000) {}
+  constructor(
+    private readonly max = 10_000,
+    private readonly ttlMs = 60 * 60 * 1000,
+  ) {}
   get(key: string): Hex | undefined {
     const e = this.map.get(key);
     if (e && Date.now() - e.at > this.ttlMs) this.map.delete(key);
@@ -56,7 +59,8 @@ class PendingTransactions {
 
 /** Revert reasons of EIP-3009 tokens (USDC's wording) as x402 reason codes. */
 function reasonFromRevert(message: string): string | undefined {
-  if (/authorization is used|authorization.*canceled|AuthorizationAlreadyUsed/i.test(message)) return Reason.nonceAlreadyUsed;
+  if (/authorization is used|authorization.*canceled|AuthorizationAlreadyUsed/i.test(message))
+    return Reason.nonceAlreadyUsed;
   if (/authorization is expired|AuthorizationExpired/i.test(message)) return Reason.validBefore;
   if (/authorization is not yet valid|AuthorizationNotYetValid/i.test(message)) return Reason.validAfter;
   if (/exceeds balance|insufficient balance|ERC20InsufficientBalance/i.test(message)) return Reason.insufficientBalance;
@@ -103,7 +107,9 @@ export function createChainSettler(relayer: Relayer, receiptTimeoutMs: number, l
       eventName: "Transfer",
       logs: receipt.logs.filter((l) => isAddressEqual(l.address, a.asset)),
     });
-    return logs.some((l) => isAddressEqual(l.args.from, a.payer) && isAddressEqual(l.args.to, a.to) && l.args.value === a.value);
+    return logs.some(
+      (l) => isAddressEqual(l.args.from, a.payer) && isAddressEqual(l.args.to, a.to) && l.args.value === a.value,
+    );
   }
 
   async function outcome(key: string, hash: Hex, a: Authorization, network: string): Promise<SettleResponse> {
@@ -141,7 +147,13 @@ export function createChainSettler(relayer: Relayer, receiptTimeoutMs: number, l
     verify: () => Promise<{ payment?: VerifiedPayment; invalidReason?: string }>,
   ): Promise<SettleResponse> {
     const key = authorizationKey(a);
-    const failed = (errorReason: string): SettleResponse => ({ success: false, errorReason, transaction: "", network, payer: a.payer });
+    const failed = (errorReason: string): SettleResponse => ({
+      success: false,
+      errorReason,
+      transaction: "",
+      network,
+      payer: a.payer,
+    });
     if (inFlight.has(key)) return failed(Reason.duplicateSettlement);
     inFlight.add(key);
     try {
@@ -160,7 +172,10 @@ export function createChainSettler(relayer: Relayer, receiptTimeoutMs: number, l
         if (reason) return failed(reason);
         // The relayer's problem, not the payment's (no gas, RPC down): the operator must see it.
         // shortMessage only: details can carry the RPC URL, and with it an API key.
-        log?.warn({ payer: a.payer, error: e instanceof BaseError ? e.shortMessage : "unknown" }, "settlement: could not submit");
+        log?.warn(
+          { payer: a.payer, error: e instanceof BaseError ? e.shortMessage : "unknown" },
+          "settlement: could not submit",
+        );
         throw new FacilitatorUnavailableError("could not submit the settlement transaction");
       }
       return await outcome(key, hash, checked.payment, network);

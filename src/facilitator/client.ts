@@ -41,12 +41,20 @@ export function createHttpFacilitator(options: HttpFacilitatorOptions): Facilita
     const { createAuthHeader, createCorrelationHeader } = await import("@coinbase/x402");
     try {
       return {
-        Authorization: await createAuthHeader(options.cdp.apiKeyId, options.cdp.apiKeySecret, method, target.host, target.pathname),
+        Authorization: await createAuthHeader(
+          options.cdp.apiKeyId,
+          options.cdp.apiKeySecret,
+          method,
+          target.host,
+          target.pathname,
+        ),
         "Correlation-Context": createCorrelationHeader(),
       };
     } catch (error) {
       // Never echo the key; the SDK's message names the expected format only.
-      throw new FacilitatorUnavailableError(`CDP auth: cannot sign with CDP_API_KEY_SECRET (${(error as Error)?.message ?? "bad key"})`);
+      throw new FacilitatorUnavailableError(
+        `CDP auth: cannot sign with CDP_API_KEY_SECRET (${(error as Error)?.message ?? "bad key"})`,
+      );
     }
   }
 
@@ -60,7 +68,11 @@ export function createHttpFacilitator(options: HttpFacilitatorOptions): Facilita
         seen.add(target.href);
         const response = await doFetch(target, {
           method,
-          headers: { Accept: "application/json", ...(body === undefined ? {} : { "Content-Type": "application/json" }), ...(await authHeaders(method, target)) },
+          headers: {
+            Accept: "application/json",
+            ...(body === undefined ? {} : { "Content-Type": "application/json" }),
+            ...(await authHeaders(method, target)),
+          },
           body: body === undefined ? undefined : JSON.stringify(body),
           // Followed by hand: keep POST and its body on every hop, and spot loops.
           redirect: "manual",
@@ -72,7 +84,8 @@ export function createHttpFacilitator(options: HttpFacilitatorOptions): Facilita
           if (!location) throw new FacilitatorUnavailableError(`facilitator ${endpoint}: redirect without a location`);
           const next = new URL(location, target);
           if (seen.has(next.href)) throw new FacilitatorUnavailableError(`facilitator ${endpoint}: redirect loop`);
-          if (hop + 1 >= MAX_REDIRECTS) throw new FacilitatorUnavailableError(`facilitator ${endpoint}: more than ${MAX_REDIRECTS} redirects`);
+          if (hop + 1 >= MAX_REDIRECTS)
+            throw new FacilitatorUnavailableError(`facilitator ${endpoint}: more than ${MAX_REDIRECTS} redirects`);
           target = next;
           continue;
         }
@@ -84,16 +97,21 @@ export function createHttpFacilitator(options: HttpFacilitatorOptions): Facilita
         try {
           json = JSON.parse(text);
         } catch {
-          throw new FacilitatorUnavailableError(`facilitator ${endpoint}: HTTP ${response.status} with a body that is not JSON`);
+          throw new FacilitatorUnavailableError(
+            `facilitator ${endpoint}: HTTP ${response.status} with a body that is not JSON`,
+          );
         }
         return { status: response.status, json };
       }
     } catch (error) {
       if (error instanceof FacilitatorUnavailableError) throw error;
-      if (signal.aborted) throw new FacilitatorUnavailableError(`facilitator ${endpoint}: no answer within ${options.timeoutMs} ms`);
+      if (signal.aborted)
+        throw new FacilitatorUnavailableError(`facilitator ${endpoint}: no answer within ${options.timeoutMs} ms`);
       // The error's code (ConnectionRefused, ECONNRESET...) only: its message may quote the URL, and this text reaches the buyer.
       const code = (error as { code?: unknown })?.code;
-      throw new FacilitatorUnavailableError(`facilitator ${endpoint}: unreachable (${typeof code === "string" && /^\w{1,40}$/.test(code) ? code : "network error"})`);
+      throw new FacilitatorUnavailableError(
+        `facilitator ${endpoint}: unreachable (${typeof code === "string" && /^\w{1,40}$/.test(code) ? code : "network error"})`,
+      );
     }
   }
 
@@ -116,7 +134,10 @@ export function createHttpFacilitator(options: HttpFacilitatorOptions): Facilita
     async settle(request: FacilitatorRequest): Promise<SettleResponse> {
       const { status, json } = (await call("settle", request)) as { status: number; json: Record<string, unknown> };
       if (typeof json?.success !== "boolean") throw malformed("settle", status);
-      if (json.success && (status !== 200 || typeof json.transaction !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(json.transaction))) {
+      if (
+        json.success &&
+        (status !== 200 || typeof json.transaction !== "string" || !/^0x[0-9a-fA-F]{64}$/.test(json.transaction))
+      ) {
         throw malformed("settle", status);
       }
       return {

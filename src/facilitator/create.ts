@@ -5,9 +5,9 @@
  * Coinbase CDP with CDP_API_KEY_ID/SECRET, or `cidgate facilitator`).
  */
 import { requireSelfHostedFacilitator, type Settings } from "../settings";
+import type { SettlementLog } from "./chain-settler";
 import { createHttpFacilitator } from "./client";
 import { createLocalFacilitator } from "./local";
-import type { SettlementLog } from "./chain-settler";
 import type { Facilitator } from "./types";
 
 /** `log` receives the self-hosted facilitator's settlement warnings (optional). */

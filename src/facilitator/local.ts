@@ -10,8 +10,8 @@ import { NETWORKS, type NetworkName } from "../chain/networks";
 import type { Settings } from "../settings";
 import { parseFacilitatorRequest } from "../x402/facilitator-request";
 import { Reason } from "../x402/reasons";
-import { createRelayer, type Relayer } from "./relayer";
 import { type ChainSettler, createChainSettler, type SettlementLog } from "./chain-settler";
+import { createRelayer, type Relayer } from "./relayer";
 import {
   type Facilitator,
   type FacilitatorRequest,
@@ -46,7 +46,13 @@ export type LocalFacilitator = Facilitator & {
 export function createLocalFacilitator(options: LocalFacilitatorOptions): LocalFacilitator {
   const networks = [...(options.networks ?? options.settings.facilitatorNetworks)];
   const receiptTimeoutMs = options.settings.receiptTimeoutSeconds * 1000;
-  const probe = createRelayer({ rpcUrl: options.rpcUrl, relayerPrivateKey: options.relayerPrivateKey, chainId: 1, receiptTimeoutMs, rpcTimeoutMs: options.rpcTimeoutMs });
+  const probe = createRelayer({
+    rpcUrl: options.rpcUrl,
+    relayerPrivateKey: options.relayerPrivateKey,
+    chainId: 1,
+    receiptTimeoutMs,
+    rpcTimeoutMs: options.rpcTimeoutMs,
+  });
 
   // The chain id is asked once, on first use, and retried after a failure:
   // the facilitator may start before its RPC does.
@@ -59,7 +65,13 @@ export function createLocalFacilitator(options: LocalFacilitatorOptions): LocalF
       } catch {
         throw new FacilitatorUnavailableError("the facilitator's RPC did not answer eth_chainId");
       }
-      const relayer = createRelayer({ rpcUrl: options.rpcUrl, relayerPrivateKey: options.relayerPrivateKey, chainId, receiptTimeoutMs, rpcTimeoutMs: options.rpcTimeoutMs });
+      const relayer = createRelayer({
+        rpcUrl: options.rpcUrl,
+        relayerPrivateKey: options.relayerPrivateKey,
+        chainId,
+        receiptTimeoutMs,
+        rpcTimeoutMs: options.rpcTimeoutMs,
+      });
       return { chainId, relayer, settle: createChainSettler(relayer, receiptTimeoutMs, options.log) };
     })().catch((e) => {
       chain = undefined;
@@ -82,7 +94,8 @@ export function createLocalFacilitator(options: LocalFacilitatorOptions): LocalF
   }
 
   function payerOf(request: FacilitatorRequest): string | undefined {
-    const from = (request.paymentPayload as { payload?: { authorization?: { from?: unknown } } })?.payload?.authorization?.from;
+    const from = (request.paymentPayload as { payload?: { authorization?: { from?: unknown } } })?.payload
+      ?.authorization?.from;
     return typeof from === "string" ? from : undefined;
   }
 

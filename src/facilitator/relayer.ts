@@ -9,16 +9,9 @@
  * every few ms instead of viem's default of seconds.
  */
 import type { FacilitatorEvmSigner } from "@x402/evm";
-import {
-  createNonceManager,
-  createPublicClient,
-  createWalletClient,
-  defineChain,
-  type Hex,
-  http,
-} from "viem";
-import { jsonRpc } from "viem/nonce";
+import { createNonceManager, createPublicClient, createWalletClient, defineChain, type Hex, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
+import { jsonRpc } from "viem/nonce";
 
 export interface RelayerOptions {
   rpcUrl: string;
@@ -64,7 +57,11 @@ export function createRelayer(options: RelayerOptions) {
       wallet.writeContract({ ...(args as Parameters<typeof wallet.writeContract>[0]), account, chain }),
     sendTransaction: (args) => wallet.sendTransaction({ ...args, account, chain }),
     waitForTransactionReceipt: (args) =>
-      publicClient.waitForTransactionReceipt({ ...args, timeout: args.timeout ?? options.receiptTimeoutMs, pollingInterval }),
+      publicClient.waitForTransactionReceipt({
+        ...args,
+        timeout: args.timeout ?? options.receiptTimeoutMs,
+        pollingInterval,
+      }),
     getCode: (args) => publicClient.getCode(args),
   };
 

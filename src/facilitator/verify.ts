@@ -19,10 +19,11 @@
  * - answers carry reason codes only; an RPC that does not answer is
  *   FacilitatorUnavailableError (the gateway's 500), not an invalid payment.
  */
+
+import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { eip3009ABI, type FacilitatorEvmSigner, validateAssetIsContract } from "@x402/evm";
 import { ExactEvmScheme } from "@x402/evm/exact/facilitator";
 import { ExactEvmSchemeV1 } from "@x402/evm/exact/v1/facilitator";
-import type { PaymentPayload, PaymentRequirements } from "@x402/core/types";
 import { BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, getAddress } from "viem";
 import { canonicalNetwork, NETWORKS, type NetworkName } from "../chain/networks";
 import type { FacilitatorRequest } from "../x402/models";
@@ -67,7 +68,10 @@ async function nonceUsed(signer: FacilitatorEvmSigner, asset: `0x${string}`, fro
     })) as boolean;
   } catch (e) {
     // An answer that is not a bool is the token's fault, not the RPC's.
-    if (e instanceof BaseError && (e.walk((x) => x instanceof ContractFunctionZeroDataError || x instanceof ContractFunctionRevertedError))) {
+    if (
+      e instanceof BaseError &&
+      e.walk((x) => x instanceof ContractFunctionZeroDataError || x instanceof ContractFunctionRevertedError)
+    ) {
       return "unsupported" as const;
     }
     throw new FacilitatorUnavailableError("RPC did not answer authorizationState");
@@ -99,7 +103,8 @@ export function createVerifier(deps: VerifierDeps) {
     const auth = payload.payload.authorization;
     const payer = getAddress(auth.from);
 
-    const payloadScheme = request.x402Version === 1 ? request.paymentPayload.scheme : request.paymentPayload.accepted.scheme;
+    const payloadScheme =
+      request.x402Version === 1 ? request.paymentPayload.scheme : request.paymentPayload.accepted.scheme;
     if (payloadScheme !== "exact" || req.scheme !== "exact") return invalid(Reason.unsupportedScheme, payer);
 
     const network = canonicalNetwork(req.network);
@@ -115,7 +120,9 @@ export function createVerifier(deps: VerifierDeps) {
     if (chainId !== NETWORKS[network].chainId) return invalid(Reason.invalidNetwork, payer);
 
     const value = BigInt(auth.value);
-    const required = BigInt(request.x402Version === 1 ? request.paymentRequirements.maxAmountRequired : request.paymentRequirements.amount);
+    const required = BigInt(
+      request.x402Version === 1 ? request.paymentRequirements.maxAmountRequired : request.paymentRequirements.amount,
+    );
     if (request.x402Version === 1 ? value < required : value !== required) {
       return invalid(request.x402Version === 1 ? Reason.authorizationValue : Reason.authorizationValueMismatch, payer);
     }
@@ -129,10 +136,17 @@ export function createVerifier(deps: VerifierDeps) {
       request.x402Version === 1
         ? schemes.v1.verify(
             { ...request.paymentPayload, network: v1Name } as unknown as PaymentPayload,
-            { ...request.paymentRequirements, network: v1Name, maxAmountRequired: auth.value } as unknown as PaymentRequirements,
+            {
+              ...request.paymentRequirements,
+              network: v1Name,
+              maxAmountRequired: auth.value,
+            } as unknown as PaymentRequirements,
           )
         : schemes.v2.verify(
-            { ...request.paymentPayload, accepted: { ...request.paymentPayload.accepted, network: caip2 } } as unknown as PaymentPayload,
+            {
+              ...request.paymentPayload,
+              accepted: { ...request.paymentPayload.accepted, network: caip2 },
+            } as unknown as PaymentPayload,
             { ...request.paymentRequirements, network: caip2 } as unknown as PaymentRequirements,
           );
     // Our reads run beside it: one round trip more would be the whole budget on a local chain.

@@ -149,7 +149,12 @@ export async function matchAndCheck(
   // v1 lets a client pay at least the price; v2 pays exactly the price.
   candidates = candidates.filter((r) => (proof.x402Version === 1 ? proof.value >= r.amount : proof.value === r.amount));
   if (candidates.length === 0) {
-    return reject(valueReason(proof.x402Version), proof.x402Version === 1 ? "the authorization pays less than the price" : "the authorization does not pay exactly the price");
+    return reject(
+      valueReason(proof.x402Version),
+      proof.x402Version === 1
+        ? "the authorization pays less than the price"
+        : "the authorization does not pay exactly the price",
+    );
   }
   const now = BigInt(nowSeconds);
   if (proof.validBefore <= now) return reject(Reason.validBefore, "the authorization has expired");
@@ -175,7 +180,9 @@ export async function matchAndCheck(
  * against viem's hashTypedData.
  */
 const TRANSFER_WITH_AUTHORIZATION_TYPEHASH = keccak256(
-  toBytes("TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)"),
+  toBytes(
+    "TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)",
+  ),
 ).slice(2);
 const separators = new Map<string, string>();
 
@@ -184,7 +191,14 @@ function separatorOf(network: NetworkName, asset: `0x${string}`): string {
   let hit = separators.get(key);
   if (!hit) {
     const facts = NETWORKS[network];
-    hit = domainSeparator({ domain: { name: facts.eip712.name, version: facts.eip712.version, chainId: facts.chainId, verifyingContract: asset } }).slice(2);
+    hit = domainSeparator({
+      domain: {
+        name: facts.eip712.name,
+        version: facts.eip712.version,
+        chainId: facts.chainId,
+        verifyingContract: asset,
+      },
+    }).slice(2);
     separators.set(key, hit);
   }
   return hit;
@@ -194,7 +208,10 @@ const word = (n: bigint) => n.toString(16).padStart(64, "0");
 const addressWord = (a: string) => a.slice(2).toLowerCase().padStart(64, "0");
 
 /** Digest the token contract checks: EIP-712 TransferWithAuthorization under the asset's domain on this network. */
-export function authorizationDigest(proof: DecodedProof, requirement: Pick<AcceptedRequirement, "network" | "asset">): Hex {
+export function authorizationDigest(
+  proof: DecodedProof,
+  requirement: Pick<AcceptedRequirement, "network" | "asset">,
+): Hex {
   const struct = keccak256(
     `0x${TRANSFER_WITH_AUTHORIZATION_TYPEHASH}${addressWord(proof.from)}${addressWord(proof.to)}${word(proof.value)}${word(proof.validAfter)}${word(proof.validBefore)}${proof.nonce.slice(2)}`,
   ).slice(2);
@@ -234,7 +251,11 @@ export const nativeSecp256k1: NativeSecp256k1 | null = (() => {
  * (no checksum: one keccak less), or null when nothing can be recovered.
  * `native` null takes viem's pure-JS path (the fallback; tests compare both).
  */
-export async function recoverLowerCase(hash: Hex, signature: Hex, native = nativeSecp256k1): Promise<`0x${string}` | null> {
+export async function recoverLowerCase(
+  hash: Hex,
+  signature: Hex,
+  native = nativeSecp256k1,
+): Promise<`0x${string}` | null> {
   try {
     if (!native) return (await recoverAddress({ hash, signature })).toLowerCase() as `0x${string}`;
     const sig = Buffer.from(signature.slice(2), "hex");

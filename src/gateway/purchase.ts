@@ -45,7 +45,14 @@ export type Decision =
   | { kind: "notFound"; message: string }
   | { kind: "offer"; item: PricedContent }
   | { kind: "refuse"; item: PricedContent; x402Version: X402Version; reason: string; message: string }
-  | { kind: "serve"; item: PricedContent; x402Version: X402Version; receipt: Receipt; range: ByteRange | undefined; timings?: Timings }
+  | {
+      kind: "serve";
+      item: PricedContent;
+      x402Version: X402Version;
+      receipt: Receipt;
+      range: ByteRange | undefined;
+      timings?: Timings;
+    }
   | { kind: "rangeNotSatisfiable"; item: PricedContent }
   /** Sent to the chain, not confirmed yet: the same proof again shortly is served. */
   | { kind: "pending"; message: string }
@@ -54,7 +61,9 @@ export type Decision =
 
 export interface PurchaseDeps {
   catalog: { lookup(cid: string): PricedContent | undefined };
-  payments: { findByProof(key: { network: string; payer: string; nonce: string; proofHash: string }): Payment | undefined };
+  payments: {
+    findByProof(key: { network: string; payer: string; nonce: string; proofHash: string }): Payment | undefined;
+  };
   settler: { pay(attempt: PaymentAttempt): Promise<Outcome> };
   /** Unix seconds. */
   now?: () => number;
@@ -110,16 +119,32 @@ export function createPurchase(deps: PurchaseDeps) {
     message,
   });
 
-  function serve(item: PricedContent, proof: DecodedProof, payment: Payment, range: ByteRange | "unsatisfiable" | undefined, timings?: Timings): Decision {
+  function serve(
+    item: PricedContent,
+    proof: DecodedProof,
+    payment: Payment,
+    range: ByteRange | "unsatisfiable" | undefined,
+    timings?: Timings,
+  ): Decision {
     if (range === "unsatisfiable") return { kind: "rangeNotSatisfiable", item };
-    const receipt = buildReceipt(proof.x402Version, payment.network as NetworkName, payment.txHash ?? "", payment.payer);
+    const receipt = buildReceipt(
+      proof.x402Version,
+      payment.network as NetworkName,
+      payment.txHash ?? "",
+      payment.payer,
+    );
     return { kind: "serve", item, x402Version: proof.x402Version, receipt, range, timings };
   }
 
   /** This proof's settled row for this CID, if it paid for it before. */
   function paidBefore(item: PricedContent, proof: DecodedProof): Payment | undefined {
     if (!proof.network) return undefined;
-    const row = deps.payments.findByProof({ network: proof.network, payer: proof.from, nonce: proof.nonce, proofHash: proof.proofHash });
+    const row = deps.payments.findByProof({
+      network: proof.network,
+      payer: proof.from,
+      nonce: proof.nonce,
+      proofHash: proof.proofHash,
+    });
     return row?.state === "settled" && row.cid === item.cid ? row : undefined;
   }
 
@@ -129,7 +154,12 @@ export function createPurchase(deps: PurchaseDeps) {
    * the same CID is served again at no charge until its validBefore (a buyer
    * whose response was lost retries); anything else is refused.
    */
-  function existing(item: PricedContent, proof: DecodedProof, row: Payment, range: ByteRange | "unsatisfiable" | undefined): Decision {
+  function existing(
+    item: PricedContent,
+    proof: DecodedProof,
+    row: Payment,
+    range: ByteRange | "unsatisfiable" | undefined,
+  ): Decision {
     const sameProof = row.cid === item.cid && row.proofHash === proof.proofHash;
     if (row.state === "settled" && sameProof) {
       if (now() >= row.validBefore) return refuse(item, proof, Reason.validBefore, "the authorization has expired");

@@ -9,7 +9,12 @@ import type { Receipt, X402Version } from "../x402/models";
 
 export type { Receipt };
 
-export function buildReceipt(x402Version: X402Version, network: NetworkName, transaction: string, payer: string): Receipt {
+export function buildReceipt(
+  x402Version: X402Version,
+  network: NetworkName,
+  transaction: string,
+  payer: string,
+): Receipt {
   return { success: true, transaction, network: x402Version === 2 ? NETWORKS[network].caip2 : network, payer };
 }
 

@@ -98,7 +98,13 @@ export function buildPaymentRequired(input: PaymentRequiredInput): PaymentRequir
 export function rejectionPayload(required: PaymentRequired, x402Version: 1 | 2, reason: string, message: string) {
   if (x402Version === 2) {
     const v2 = { ...required.v2, error: message };
-    return { body: { x402Version: 2 as const, error: message, reason, accepts: required.v2.accepts }, header: encodeHeader(v2) };
+    return {
+      body: { x402Version: 2 as const, error: message, reason, accepts: required.v2.accepts },
+      header: encodeHeader(v2),
+    };
   }
-  return { body: { x402Version: 1 as const, error: message, reason, accepts: required.v1.accepts }, header: encodeHeader({ ...required.v2, error: message }) };
+  return {
+    body: { x402Version: 1 as const, error: message, reason, accepts: required.v1.accepts },
+    header: encodeHeader({ ...required.v2, error: message }),
+  };
 }

@@ -29,7 +29,8 @@ export const PREFLIGHT_HEADERS = {
   "Access-Control-Allow-Origin": "*",
   "Access-Control-Allow-Methods": "GET, HEAD, OPTIONS",
   // x402-fetch and @x402/fetch also send Access-Control-Expose-Headers as a request header.
-  "Access-Control-Allow-Headers": "X-PAYMENT, PAYMENT-SIGNATURE, Range, If-None-Match, Content-Type, Access-Control-Expose-Headers",
+  "Access-Control-Allow-Headers":
+    "X-PAYMENT, PAYMENT-SIGNATURE, Range, If-None-Match, Content-Type, Access-Control-Expose-Headers",
   "Access-Control-Max-Age": "86400",
 } as const;
 
@@ -60,7 +61,12 @@ const paymentRequiredHeaders = new WeakMap<PricedContent["required"], Headers>()
 function paymentRequired(item: PricedContent, head: boolean): Response {
   let headers = paymentRequiredHeaders.get(item.required);
   if (!headers) {
-    headers = new Headers({ "Content-Type": "application/json", ...CORS_HEADERS, [Header.paymentRequired]: item.required.header, "Cache-Control": "no-store" });
+    headers = new Headers({
+      "Content-Type": "application/json",
+      ...CORS_HEADERS,
+      [Header.paymentRequired]: item.required.header,
+      "Cache-Control": "no-store",
+    });
     paymentRequiredHeaders.set(item.required, headers);
   }
   return new Response(head ? null : item.required.body, { status: 402, headers });
@@ -79,7 +85,12 @@ function refused(d: Extract<Decision, { kind: "refuse" }>, head: boolean): Respo
     const { body, header } = rejectionPayload(item.required, d.x402Version, d.reason, d.message);
     cached = {
       body: JSON.stringify(body),
-      headers: new Headers({ "Content-Type": "application/json", ...CORS_HEADERS, [Header.paymentRequired]: header, "Cache-Control": "no-store" }),
+      headers: new Headers({
+        "Content-Type": "application/json",
+        ...CORS_HEADERS,
+        [Header.paymentRequired]: header,
+        "Cache-Control": "no-store",
+      }),
     };
     // Reasons come from a small fixed set (ours and the facilitator's); bound it anyway.
     if (byReason.size < 256) byReason.set(key, cached);
@@ -101,7 +112,9 @@ function fileResponse(d: Extract<Decision, { kind: "serve" }>, head: boolean): R
     "Cache-Control": "private, no-store",
     [receipt[0]]: receipt[1],
   };
-  if (d.timings) headers["Server-Timing"] = `verify;dur=${d.timings.verifyMs.toFixed(2)}, settle;dur=${d.timings.settleMs.toFixed(2)}`;
+  if (d.timings)
+    headers["Server-Timing"] =
+      `verify;dur=${d.timings.verifyMs.toFixed(2)}, settle;dur=${d.timings.settleMs.toFixed(2)}`;
   const blob = Bun.file(file.absolutePath, { type: file.mediaType });
   if (range) {
     headers["Content-Range"] = `bytes ${range.start}-${range.end}/${file.size}`;
@@ -124,12 +137,29 @@ function respond(d: Decision, head: boolean): Response {
     case "notFound":
       return json(404, errorJson("not_found", d.message), head);
     case "rangeNotSatisfiable":
-      return new Response(null, { status: 416, headers: { ...CORS_HEADERS, "Content-Range": `bytes */${d.item.file.size}` } });
+      return new Response(null, {
+        status: 416,
+        headers: { ...CORS_HEADERS, "Content-Range": `bytes */${d.item.file.size}` },
+      });
     case "unavailable":
-      return json(500, JSON.stringify(errorBody("facilitator_unavailable", `the payment could not be completed: ${d.message}; present the same proof again later`)), head);
+      return json(
+        500,
+        JSON.stringify(
+          errorBody(
+            "facilitator_unavailable",
+            `the payment could not be completed: ${d.message}; present the same proof again later`,
+          ),
+        ),
+        head,
+      );
     case "pending":
       // Not a refusal: the same proof, presented again once the transaction is mined, is served.
-      return json(503, JSON.stringify(errorBody("settlement_pending", `${d.message}; present the same proof again shortly`)), head, { "Retry-After": "5" });
+      return json(
+        503,
+        JSON.stringify(errorBody("settlement_pending", `${d.message}; present the same proof again shortly`)),
+        head,
+        { "Retry-After": "5" },
+      );
   }
 }
 
@@ -165,7 +195,10 @@ type Handler = (request: Request) => Response | Promise<Response>;
  * The same routes for Bun.serve's `routes` (no Elysia in between: ~2 us less
  * per 402). `wrap` is the server's per-request wrapper (the request log).
  */
-export function gatewayRoutes(handle: GatewayHandler, wrap: (handler: Handler, pathOf: (request: Request) => string) => Handler) {
+export function gatewayRoutes(
+  handle: GatewayHandler,
+  wrap: (handler: Handler, pathOf: (request: Request) => string) => Handler,
+) {
   type Routed = Request & { params: { cid: string } };
   // The router has the path in pieces already; rebuilding it is cheaper than reading request.url.
   const pathOf = (request: Request) => `/x402/cid/${(request as Routed).params.cid}`;

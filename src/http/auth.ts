@@ -57,14 +57,12 @@ export function auth(deps: AuthDeps) {
   // Seeded by a fingerprint (never the secret itself) so two apps with different
   // secrets in one process (tests) do not share one deduplicated plugin.
   const seed = createHash("sha256").update(secret).digest("hex").slice(0, 16);
-  return new Elysia({ name: "auth", seed })
-    .use(tokenPlugin(secret))
-    .macro({
-      scope: (needed: Scope) => ({
-        detail: bearerDetail,
-        async transform({ request, jwt }) {
-          await authorize(request.headers.get("authorization"), jwt, needed);
-        },
-      }),
-    });
+  return new Elysia({ name: "auth", seed }).use(tokenPlugin(secret)).macro({
+    scope: (needed: Scope) => ({
+      detail: bearerDetail,
+      async transform({ request, jwt }) {
+        await authorize(request.headers.get("authorization"), jwt, needed);
+      },
+    }),
+  });
 }

@@ -12,7 +12,8 @@ import { ApiError } from "./errors";
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
-const tooLarge = () => new ApiError(413, "payload_too_large", `the request body exceeds ${MAX_BODY_BYTES} bytes (1 MiB)`);
+const tooLarge = () =>
+  new ApiError(413, "payload_too_large", `the request body exceeds ${MAX_BODY_BYTES} bytes (1 MiB)`);
 
 function isJsonType(contentType: string | null): boolean {
   if (!contentType) return false;
@@ -57,4 +58,6 @@ export async function parseJsonBody(request: Request): Promise<unknown> {
 }
 
 /** Use in a feature module: every body of its routes goes through parseJsonBody. */
-export const jsonBody = new Elysia({ name: "json-body" }).onParse({ as: "scoped" }, ({ request }) => parseJsonBody(request));
+export const jsonBody = new Elysia({ name: "json-body" }).onParse({ as: "scoped" }, ({ request }) =>
+  parseJsonBody(request),
+);

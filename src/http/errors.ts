@@ -4,7 +4,7 @@
  * turns every error, ours or Elysia's, into that shape and never leaks a
  * stack trace or an internal message.
  */
-import { Elysia, ValidationError } from "elysia";
+import { Elysia, type ValidationError } from "elysia";
 
 export class ApiError extends Error {
   constructor(
@@ -20,7 +20,8 @@ export class ApiError extends Error {
   }
 }
 
-export const badRequest = (message: string, details?: unknown) => new ApiError(400, "invalid_request", message, details);
+export const badRequest = (message: string, details?: unknown) =>
+  new ApiError(400, "invalid_request", message, details);
 export const notFound = (message: string) => new ApiError(404, "not_found", message);
 export const conflict = (message: string, details?: unknown) => new ApiError(409, "conflict", message, details);
 
@@ -46,12 +47,19 @@ function validationDetails(error: ValidationError) {
   const all = error.all ?? [];
   const seen = new Set<string>();
   const details: { path: string; message: string }[] = [];
-  for (const e of all as { path?: string; type?: number; summary?: string; message?: string; schema?: { error?: unknown } }[]) {
+  for (const e of all as {
+    path?: string;
+    type?: number;
+    summary?: string;
+    message?: string;
+    schema?: { error?: unknown };
+  }[]) {
     const path = (e.path ?? "").replace(/^\//, "").replaceAll("/", ".") || `(${error.type})`;
     if (seen.has(path)) continue;
     seen.add(path);
     const custom = e.schema?.error;
-    const message = e.type === 42 ? "unknown field" : typeof custom === "string" ? custom : (e.summary ?? e.message ?? "is invalid");
+    const message =
+      e.type === 42 ? "unknown field" : typeof custom === "string" ? custom : (e.summary ?? e.message ?? "is invalid");
     details.push({ path, message });
   }
   return details;

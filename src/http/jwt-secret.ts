@@ -35,6 +35,7 @@ export function resolveJwtSecret(settings: Pick<Settings, "jwtSecret" | "dataDir
   // Tighten a copy that was restored or edited with looser permissions.
   if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
   const secret = readFileSync(path, "utf8").trim();
-  if (secret.length < 32) throw new Error(`${path}: the JWT secret must be at least 32 characters; delete the file to regenerate it`);
+  if (secret.length < 32)
+    throw new Error(`${path}: the JWT secret must be at least 32 characters; delete the file to regenerate it`);
   return secret;
 }

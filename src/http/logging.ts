@@ -22,13 +22,21 @@ const destinations = new WeakMap<object, pino.DestinationStream>();
  * /dev/null and to a file alike), and nothing is lost at exit. Tests pass a
  * stream to read the lines.
  */
-export function createLogger(level = "info", destination: pino.DestinationStream = pino.destination({ dest: 1, sync: true })) {
+export function createLogger(
+  level = "info",
+  destination: pino.DestinationStream = pino.destination({ dest: 1, sync: true }),
+) {
   const log = pino(
     {
       level,
       base: undefined,
       // Belt and braces: if anything ever logs headers, these never appear.
-      redact: ["req.headers.authorization", "req.headers['x-payment']", "req.headers['payment-signature']", "*.signature"],
+      redact: [
+        "req.headers.authorization",
+        "req.headers['x-payment']",
+        "req.headers['payment-signature']",
+        "*.signature",
+      ],
     },
     destination,
   );
@@ -136,7 +144,9 @@ export function withRequestLog(
     }
     // The id is plain by construction (checked, or a UUID); the method is quoted as is when it is a usual one.
     const m = PLAIN_METHODS.has(method) ? `"${method}"` : JSON.stringify(method);
-    write(`{"level":30,"time":${Date.now()},"method":${m},"path":${JSON.stringify(path)},"status":${response.status},"ms":${ms},"requestId":"${requestId}"}\n`);
+    write(
+      `{"level":30,"time":${Date.now()},"method":${m},"path":${JSON.stringify(path)},"status":${response.status},"ms":${ms},"requestId":"${requestId}"}\n`,
+    );
     return response;
   }
 

@@ -61,19 +61,30 @@ export function openapiDocs() {
           },
           components: {
             securitySchemes: {
-              bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT", description: "HS256 token from `cidgate token create`" },
+              bearer: {
+                type: "http",
+                scheme: "bearer",
+                bearerFormat: "JWT",
+                description: "HS256 token from `cidgate token create`",
+              },
             },
           },
         },
       }),
     )
-    .get("/openapi", () => new Response(PAGE, {
+    .get(
+      "/openapi",
+      () =>
+        new Response(PAGE, {
           headers: {
             "content-type": "text/html; charset=utf-8",
             // The page needs nothing but itself and the JSON next to it.
-            "content-security-policy": "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'",
+            "content-security-policy":
+              "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'",
           },
-        }), {
-      detail: { hide: true },
-    });
+        }),
+      {
+        detail: { hide: true },
+      },
+    );
 }

@@ -66,7 +66,11 @@ export function changed(c: SyncChanges): boolean {
 function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_k, v) =>
     v && typeof v === "object" && !Array.isArray(v)
-      ? Object.fromEntries(Object.keys(v).sort().map((k) => [k, (v as Record<string, unknown>)[k]]))
+      ? Object.fromEntries(
+          Object.keys(v)
+            .sort()
+            .map((k) => [k, (v as Record<string, unknown>)[k]]),
+        )
       : v,
   );
 }
@@ -87,7 +91,9 @@ interface InstructionRow {
  */
 export function fileSyncStatements(sql: Database) {
   return {
-    anyFileInstruction: sql.query<{ 1: number }, []>("SELECT 1 FROM payment_instructions WHERE source LIKE 'file:%' LIMIT 1"),
+    anyFileInstruction: sql.query<{ 1: number }, []>(
+      "SELECT 1 FROM payment_instructions WHERE source LIKE 'file:%' LIMIT 1",
+    ),
     fileInstructions: sql.query<InstructionRow, []>(
       "SELECT id, version, name, description, requirements, source FROM payment_instructions WHERE source LIKE 'file:%'",
     ),

@@ -37,14 +37,20 @@ export const PaymentRequirementInput = T.Object(
   {
     network: T.Union(
       NETWORK_SPELLINGS.map((n) => T.Literal(n)),
-      { description: "base, base-sepolia, eip155:8453 or eip155:84532", error: `must be one of ${NETWORK_SPELLINGS.join(", ")}` },
+      {
+        description: "base, base-sepolia, eip155:8453 or eip155:84532",
+        error: `must be one of ${NETWORK_SPELLINGS.join(", ")}`,
+      },
     ),
     asset: Address("the USDC contract of the network"),
     pay_to: Address("the wallet that receives payments"),
     amount: T.Optional(Amount("price in USDC's smallest unit (6 decimals): 10000 = $0.01")),
     max_amount_required: T.Optional(Amount("older Pinata name of `amount`, accepted on input")),
     description: T.Optional(
-      T.String({ maxLength: MAX_REQUIREMENT_DESCRIPTION, error: `must be a string of at most ${MAX_REQUIREMENT_DESCRIPTION} characters` }),
+      T.String({
+        maxLength: MAX_REQUIREMENT_DESCRIPTION,
+        error: `must be a string of at most ${MAX_REQUIREMENT_DESCRIPTION} characters`,
+      }),
     ),
   },
   { additionalProperties: false, error: "must be an object with network, asset, pay_to and amount" },
@@ -66,7 +72,10 @@ const Name = T.String({
   maxLength: MAX_NAME,
   error: `must be a non-empty string of at most ${MAX_NAME} characters`,
 });
-const Description = T.String({ maxLength: MAX_DESCRIPTION, error: `must be a string of at most ${MAX_DESCRIPTION} characters` });
+const Description = T.String({
+  maxLength: MAX_DESCRIPTION,
+  error: `must be a string of at most ${MAX_DESCRIPTION} characters`,
+});
 const Requirements = T.Array(PaymentRequirementInput, {
   minItems: 1,
   maxItems: MAX_REQUIREMENTS,
@@ -83,7 +92,9 @@ export const UpdateInstructionBody = T.Object(
   {
     name: T.Optional(Name),
     /** `null` or "" clears the description. */
-    description: T.Optional(T.Union([Description, T.Null()], { error: `must be a string of at most ${MAX_DESCRIPTION} characters, or null` })),
+    description: T.Optional(
+      T.Union([Description, T.Null()], { error: `must be a string of at most ${MAX_DESCRIPTION} characters, or null` }),
+    ),
     payment_requirements: T.Optional(Requirements),
   },
   { error: "must be a JSON object with at least one of name, description, payment_requirements" },
@@ -112,7 +123,9 @@ export const InstructionResponse = T.Object({ data: PaymentInstruction });
 export const InstructionListResponse = T.Object({
   data: T.Object({
     payment_instructions: T.Array(PaymentInstruction),
-    next_page_token: T.Optional(T.String({ description: "pass as pageToken for the next page; absent on the last page" })),
+    next_page_token: T.Optional(
+      T.String({ description: "pass as pageToken for the next page; absent on the last page" }),
+    ),
   }),
 });
 
@@ -140,7 +153,10 @@ const Limit = (max: number, fallback: number) =>
     description: `page size, 1 to ${max} (default ${fallback})`,
     error: `must be a whole number from 1 to ${max}`,
   });
-const PageToken = T.String({ description: "next_page_token of the previous page (opaque)", error: "is not a valid page token" });
+const PageToken = T.String({
+  description: "next_page_token of the previous page (opaque)",
+  error: "is not a valid page token",
+});
 
 export const INSTRUCTIONS_LIMIT = { max: 1000, fallback: 10 } as const;
 export const CIDS_LIMIT = { max: 1000, fallback: 20 } as const;

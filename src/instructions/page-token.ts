@@ -16,7 +16,9 @@ export function decodePageToken(kind: Kind, token: string): string {
   const text = /^[A-Za-z0-9_-]{1,400}$/.test(token) ? Buffer.from(token, "base64url").toString("utf8") : "";
   const prefix = `${kind}1:`;
   if (!text.startsWith(prefix) || text.length === prefix.length) {
-    throw badRequest("pageToken is not a valid page token", [{ path: "pageToken", message: "is not a valid page token" }]);
+    throw badRequest("pageToken is not a valid page token", [
+      { path: "pageToken", message: "is not a valid page token" },
+    ]);
   }
   return text.slice(prefix.length);
 }

@@ -34,7 +34,11 @@ export function schemaErrors(schema: Parameters<typeof Value.Errors>[0], value: 
     // A field nobody declared gets a plainer message than TypeBox's.
     const custom = (e.schema as { error?: unknown }).error;
     const message =
-      e.type === ValueErrorType.ObjectAdditionalProperties ? "unknown field" : typeof custom === "string" ? custom : e.message;
+      e.type === ValueErrorType.ObjectAdditionalProperties
+        ? "unknown field"
+        : typeof custom === "string"
+          ? custom
+          : e.message;
     out.push({ path, message });
   }
   return out;
@@ -65,7 +69,8 @@ export function normalizeRequirement(
   const errors: FieldError[] = [];
 
   const network = canonicalNetwork(r.network);
-  if (!network) errors.push({ path: join(at, "network"), message: "must be one of base, base-sepolia, eip155:8453, eip155:84532" });
+  if (!network)
+    errors.push({ path: join(at, "network"), message: "must be one of base, base-sepolia, eip155:8453, eip155:84532" });
 
   let asset: `0x${string}` | undefined;
   if (network) {
@@ -79,7 +84,11 @@ export function normalizeRequirement(
   if (payTo === zeroAddress) errors.push({ path: join(at, "pay_to"), message: "must not be the zero address" });
 
   let amount: string | undefined;
-  if (r.amount !== undefined && r.max_amount_required !== undefined && BigInt(r.amount) !== BigInt(r.max_amount_required)) {
+  if (
+    r.amount !== undefined &&
+    r.max_amount_required !== undefined &&
+    BigInt(r.amount) !== BigInt(r.max_amount_required)
+  ) {
     errors.push({ path: join(at, "max_amount_required"), message: "differs from amount; send only amount" });
   } else {
     const raw = r.amount ?? r.max_amount_required;
@@ -87,7 +96,10 @@ export function normalizeRequirement(
     else {
       const n = BigInt(raw);
       if (n <= 0n || n > MAX_UINT256) {
-        errors.push({ path: join(at, "amount"), message: "must be a positive integer string in USDC's smallest unit (1 USDC = 1000000)" });
+        errors.push({
+          path: join(at, "amount"),
+          message: "must be a positive integer string in USDC's smallest unit (1 USDC = 1000000)",
+        });
       } else amount = n.toString();
     }
   }
@@ -119,7 +131,10 @@ export function normalizeRequirements(
     const key = `${r.value.network}|${r.value.asset}|${r.value.pay_to}`;
     const first = seen.get(key);
     if (first !== undefined) {
-      errors.push({ path: join(at, String(i)), message: `repeats the network, asset and pay_to of ${join(at, String(first))}` });
+      errors.push({
+        path: join(at, String(i)),
+        message: `repeats the network, asset and pay_to of ${join(at, String(first))}`,
+      });
     } else seen.set(key, i);
     value.push(r.value);
   }

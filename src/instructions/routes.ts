@@ -11,17 +11,17 @@ import { parseLimit } from "../http/limit";
 import { openapiDocs } from "../http/openapi";
 import type { Settings } from "../settings";
 import {
+  CIDS_LIMIT,
   CidAssociationResponse,
   CidListResponse,
   CidParams,
-  CIDS_LIMIT,
   CreateInstructionBody,
   EmptyResponse,
   ErrorResponse,
   IdParams,
+  INSTRUCTIONS_LIMIT,
   InstructionListResponse,
   InstructionResponse,
-  INSTRUCTIONS_LIMIT,
   ListCidsQuery,
   ListInstructionsQuery,
   type PaymentInstruction,
@@ -48,7 +48,13 @@ function toWire(r: InstructionRecord): PaymentInstruction {
 }
 
 /** Response schemas for OpenAPI: the success model plus the error shape for each status the route can answer. */
-const read = <S>(ok: S) => ({ 200: ok, 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse });
+const read = <S>(ok: S) => ({
+  200: ok,
+  400: ErrorResponse,
+  401: ErrorResponse,
+  403: ErrorResponse,
+  404: ErrorResponse,
+});
 const write = <S>(ok: S) => ({ ...read(ok), 409: ErrorResponse, 413: ErrorResponse, 415: ErrorResponse });
 
 /** What the management API needs; app.ts builds it (the store is the app's, shared with the gateway). */

@@ -19,7 +19,13 @@ import type { CatalogChanges } from "../db/changes";
 import type { Db, DbOrTx } from "../db/client";
 import { cidMappings, paymentInstructions } from "../db/schema";
 import { badRequest, conflict, notFound } from "../http/errors";
-import { changed, type FileInstruction, type FileSyncResult, fileSyncStatements, syncFileInstructions } from "./file-sync";
+import {
+  changed,
+  type FileInstruction,
+  type FileSyncResult,
+  fileSyncStatements,
+  syncFileInstructions,
+} from "./file-sync";
 import { decodePageToken, encodePageToken } from "./page-token";
 import type { StoredRequirement } from "./requirements";
 
@@ -59,7 +65,8 @@ function toRecord(row: typeof paymentInstructions.$inferSelect): InstructionReco
 /** A CID as stored (v1 in base32, v0 as Qm...), or a 400 naming `field`. */
 export function normalizeCid(text: string, field = "cid"): string {
   const cid = parseCid(text);
-  if (!cid) throw badRequest(`${field} is not a valid CID`, [{ path: field, message: "is not a valid CID (v0 or v1)" }]);
+  if (!cid)
+    throw badRequest(`${field} is not a valid CID`, [{ path: field, message: "is not a valid CID (v0 or v1)" }]);
   return cid.toString();
 }
 
@@ -214,9 +221,12 @@ export function createInstructionStore(db: Db, changes: CatalogChanges) {
     db.transaction((tx) => {
       const row = requireRow(tx, id);
       assertApiManaged(row);
-      const attached = tx.select({ n: count() }).from(cidMappings).where(eq(cidMappings.instructionId, row.id)).get()?.n ?? 0;
+      const attached =
+        tx.select({ n: count() }).from(cidMappings).where(eq(cidMappings.instructionId, row.id)).get()?.n ?? 0;
       if (attached > 0) {
-        throw conflict(`payment instruction ${row.id} still has ${attached} CID${attached === 1 ? "" : "s"} attached; detach them first`);
+        throw conflict(
+          `payment instruction ${row.id} still has ${attached} CID${attached === 1 ? "" : "s"} attached; detach them first`,
+        );
       }
       tx.delete(paymentInstructions).where(eq(paymentInstructions.id, row.id)).run();
     }, WRITE);
@@ -235,8 +245,11 @@ export function createInstructionStore(db: Db, changes: CatalogChanges) {
       const existing = tx.select().from(cidMappings).where(eq(cidMappings.cid, cid)).get();
       if (existing) {
         if (existing.instructionId === row.id) return { mapping: existing, wrote: false };
-        const where = existing.source === "api" ? "" : ` (declared in the pricing file ${existing.source.replace(/^file:/, "")})`;
-        throw conflict(`CID ${cid} is already attached to payment instruction ${existing.instructionId}${where}; a CID has at most one instruction`);
+        const where =
+          existing.source === "api" ? "" : ` (declared in the pricing file ${existing.source.replace(/^file:/, "")})`;
+        throw conflict(
+          `CID ${cid} is already attached to payment instruction ${existing.instructionId}${where}; a CID has at most one instruction`,
+        );
       }
       const mapping = { cid, instructionId: row.id, source: "api", createdAt: now.toISOString() };
       tx.insert(cidMappings).values(mapping).run();
@@ -262,7 +275,10 @@ export function createInstructionStore(db: Db, changes: CatalogChanges) {
   }
 
   /** CIDs of an instruction in CID order (a stable key for keyset paging). */
-  function listCids(id: string, opts: { limit: number; pageToken?: string }): { cids: string[]; nextPageToken?: string } {
+  function listCids(
+    id: string,
+    opts: { limit: number; pageToken?: string },
+  ): { cids: string[]; nextPageToken?: string } {
     const row = requireRow(db, id);
     const where: SQL[] = [eq(cidMappings.instructionId, row.id)];
     if (opts.pageToken !== undefined) where.push(gt(cidMappings.cid, decodePageToken("c", opts.pageToken)));

@@ -3,14 +3,19 @@
  * row's authorization, for resolving an unconfirmed settlement. Only rows
  * on the network the RPC serves are looked up; others get undefined.
  */
-import { createAuthorizationLookup, type AuthorizationFinding } from "../chain/authorization";
+import { type AuthorizationFinding, createAuthorizationLookup } from "../chain/authorization";
 import { NETWORKS, type NetworkName } from "../chain/networks";
-import type { Payment } from "./store";
 import type { Settings } from "../settings";
+import type { Payment } from "./store";
 
-export function paymentLookup(settings: Pick<Settings, "rpcUrl" | "facilitatorTimeoutMs">): ((row: Payment) => Promise<AuthorizationFinding | undefined>) | undefined {
+export function paymentLookup(
+  settings: Pick<Settings, "rpcUrl" | "facilitatorTimeoutMs">,
+): ((row: Payment) => Promise<AuthorizationFinding | undefined>) | undefined {
   if (!settings.rpcUrl) return undefined;
-  const chain = createAuthorizationLookup({ rpcUrl: settings.rpcUrl, rpcTimeoutMs: Math.min(10_000, settings.facilitatorTimeoutMs) });
+  const chain = createAuthorizationLookup({
+    rpcUrl: settings.rpcUrl,
+    rpcTimeoutMs: Math.min(10_000, settings.facilitatorTimeoutMs),
+  });
   return async (row) => {
     const network = NETWORKS[row.network as NetworkName];
     if (!network || (await chain.chainId()) !== network.chainId) return undefined;

@@ -10,17 +10,40 @@ export const PAYMENTS_LIMIT = { max: 1000, fallback: 20 } as const;
 
 export const ListPaymentsQuery = T.Object({
   limit: T.Optional(
-    T.String({ pattern: "^[0-9]{1,9}$", description: `page size, 1 to ${PAYMENTS_LIMIT.max} (default ${PAYMENTS_LIMIT.fallback})`, error: `must be a whole number from 1 to ${PAYMENTS_LIMIT.max}` }),
+    T.String({
+      pattern: "^[0-9]{1,9}$",
+      description: `page size, 1 to ${PAYMENTS_LIMIT.max} (default ${PAYMENTS_LIMIT.fallback})`,
+      error: `must be a whole number from 1 to ${PAYMENTS_LIMIT.max}`,
+    }),
   ),
-  pageToken: T.Optional(T.String({ description: "next_page_token of the previous page (opaque)", error: "is not a valid page token" })),
+  pageToken: T.Optional(
+    T.String({ description: "next_page_token of the previous page (opaque)", error: "is not a valid page token" }),
+  ),
   cid: T.Optional(T.String({ description: "only payments for this CID (any spelling)" })),
-  payer: T.Optional(T.String({ pattern: "^0[xX][0-9a-fA-F]{40}$", description: "only payments from this wallet", error: "must be a 0x-prefixed 20-byte hex address" })),
+  payer: T.Optional(
+    T.String({
+      pattern: "^0[xX][0-9a-fA-F]{40}$",
+      description: "only payments from this wallet",
+      error: "must be a 0x-prefixed 20-byte hex address",
+    }),
+  ),
   payment_instruction_id: T.Optional(T.String({ description: "only payments under this payment instruction" })),
   state: T.Optional(
-    T.Union([T.Literal("pending"), T.Literal("settled"), T.Literal("failed")], { description: "pending, settled or failed", error: "must be pending, settled or failed" }),
+    T.Union([T.Literal("pending"), T.Literal("settled"), T.Literal("failed")], {
+      description: "pending, settled or failed",
+      error: "must be pending, settled or failed",
+    }),
   ),
-  from: T.Optional(T.String({ format: "date-time", description: "created at or after (ISO 8601)", error: "must be an ISO 8601 date-time" })),
-  to: T.Optional(T.String({ format: "date-time", description: "created before (ISO 8601)", error: "must be an ISO 8601 date-time" })),
+  from: T.Optional(
+    T.String({
+      format: "date-time",
+      description: "created at or after (ISO 8601)",
+      error: "must be an ISO 8601 date-time",
+    }),
+  ),
+  to: T.Optional(
+    T.String({ format: "date-time", description: "created before (ISO 8601)", error: "must be an ISO 8601 date-time" }),
+  ),
 });
 export type ListPaymentsQuery = Static<typeof ListPaymentsQuery>;
 
@@ -39,7 +62,10 @@ export const PaymentRecord = T.Object({
   transaction: T.Union([T.String(), T.Null()], { description: "settlement transaction hash" }),
   valid_before: T.Integer({ description: "authorization expiry, unix seconds" }),
   x402_version: T.Integer(),
-  error: T.Union([T.String(), T.Null()], { description: "why a failed payment failed, or why a pending one is unconfirmed (settle sent, outcome not known yet)" }),
+  error: T.Union([T.String(), T.Null()], {
+    description:
+      "why a failed payment failed, or why a pending one is unconfirmed (settle sent, outcome not known yet)",
+  }),
   created_at: T.String({ format: "date-time" }),
   updated_at: T.String({ format: "date-time" }),
 });
@@ -55,7 +81,11 @@ export const PaymentTotal = T.Object({
 export const PaymentListResponse = T.Object({
   data: T.Object({
     payments: T.Array(PaymentRecord),
-    next_page_token: T.Optional(T.String({ description: "pass as pageToken for the next page; absent on the last page" })),
-    totals: T.Array(PaymentTotal, { description: "settled revenue per network and asset over all pages of this filter" }),
+    next_page_token: T.Optional(
+      T.String({ description: "pass as pageToken for the next page; absent on the last page" }),
+    ),
+    totals: T.Array(PaymentTotal, {
+      description: "settled revenue per network and asset over all pages of this filter",
+    }),
   }),
 });

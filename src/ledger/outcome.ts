@@ -3,9 +3,10 @@
  * shared by the first settlement (settler.ts) and the resolution of an
  * unconfirmed one (recovery.ts), so both end a row the same way.
  */
+
+import type { AuthorizationFinding } from "../chain/authorization";
 import type { Facilitator, FacilitatorRequest } from "../facilitator/types";
 import { FacilitatorUnavailableError } from "../facilitator/types";
-import type { AuthorizationFinding } from "../chain/authorization";
 import type { Payment, PaymentClaim, PaymentStore } from "./store";
 
 export type Outcome =
@@ -51,33 +52,59 @@ export const NOT_YET = new Set(["settlement_pending", "duplicate_settlement"]);
 export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new FacilitatorUnavailableError(`facilitator ${what}: no answer within ${ms} ms`)), ms);
+    timer = setTimeout(
+      () => reject(new FacilitatorUnavailableError(`facilitator ${what}: no answer within ${ms} ms`)),
+      ms,
+    );
   });
   return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
 }
 
 /** An error's first line without URLs (RPC and facilitator URLs may carry API keys): safe to log. */
 export function safeReason(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).split("\n")[0].replace(/\b\w+:\/\/\S+/g, "<url>").slice(0, 300);
+  return (error instanceof Error ? error.message : String(error))
+    .split("\n")[0]
+    .replace(/\b\w+:\/\/\S+/g, "<url>")
+    .slice(0, 300);
 }
 
 /** The settlement transaction is known: the row is settled. */
-export function paid(deps: SettlerDeps, attempt: PaymentAttempt, row: Payment, txHash: string, timings?: Timings): Outcome {
+export function paid(
+  deps: SettlerDeps,
+  attempt: PaymentAttempt,
+  row: Payment,
+  txHash: string,
+  timings?: Timings,
+): Outcome {
   const { claim } = attempt;
   // Only a pending row is marked; a row released meanwhile (it cannot be, within the bounds) is recorded anyway.
   const payment = deps.payments.markSettled(row.id, txHash) ?? { ...row, state: "settled" as const, txHash };
-  deps.log?.info({ cid: claim.cid, payer: claim.payer, network: claim.network, amount: payment.amount, tx: txHash }, "payment settled");
+  deps.log?.info(
+    { cid: claim.cid, payer: claim.payer, network: claim.network, amount: payment.amount, tx: txHash },
+    "payment settled",
+  );
   return { kind: "paid", payment, newCharge: true, timings };
 }
 
 /** The settle went out and its outcome is unknown: keep the row for the same proof to resolve. */
-export function unconfirmed(deps: SettlerDeps, attempt: PaymentAttempt, row: Payment, detail: string, pending: boolean, publicDetail = detail): Outcome {
+export function unconfirmed(
+  deps: SettlerDeps,
+  attempt: PaymentAttempt,
+  row: Payment,
+  detail: string,
+  pending: boolean,
+  publicDetail = detail,
+): Outcome {
   deps.payments.markUnconfirmed(row.id, detail);
-  deps.log?.warn({ cid: attempt.claim.cid, payer: attempt.claim.payer, reason: detail }, "settlement unconfirmed: kept for the same proof to resolve");
+  deps.log?.warn(
+    { cid: attempt.claim.cid, payer: attempt.claim.payer, reason: detail },
+    "settlement unconfirmed: kept for the same proof to resolve",
+  );
   return pending
     ? { kind: "pending", message: "the payment was sent to the chain and is not confirmed yet" }
     : { kind: "unavailable", message: `${publicDetail}; the payment may have been made` };
 }
 
 /** The detail kept on an unconfirmed row for a facilitator's "not yet" answer. */
-export const notYetDetail = (reason: string, transaction: string) => `settle: ${reason}${transaction ? ` (${transaction})` : ""}`;
+export const notYetDetail = (reason: string, transaction: string) =>
+  `settle: ${reason}${transaction ? ` (${transaction})` : ""}`;

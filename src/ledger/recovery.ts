@@ -9,7 +9,17 @@
 import type { AuthorizationFinding } from "../chain/authorization";
 import { FacilitatorUnavailableError } from "../facilitator/types";
 import { knownReason, Reason } from "../x402/reasons";
-import { NOT_YET, notYetDetail, type Outcome, type PaymentAttempt, paid, type SettlerDeps, safeReason, unconfirmed, withDeadline } from "./outcome";
+import {
+  NOT_YET,
+  notYetDetail,
+  type Outcome,
+  type PaymentAttempt,
+  paid,
+  type SettlerDeps,
+  safeReason,
+  unconfirmed,
+  withDeadline,
+} from "./outcome";
 import type { Payment } from "./store";
 
 /** Asks the chain about the row's authorization, bounded; undefined without an RPC for its network. */
@@ -27,13 +37,17 @@ function look(deps: SettlerDeps, row: Payment): Promise<AuthorizationFinding | u
 export async function resolveUnconfirmed(deps: SettlerDeps, attempt: PaymentAttempt, row: Payment): Promise<Outcome> {
   const refusedFinally = (reason: string, detail: string): Outcome => {
     deps.payments.markFailed(row.id, detail);
-    deps.log?.info({ cid: attempt.claim.cid, payer: attempt.claim.payer, reason: detail }, "unconfirmed settlement resolved: not paid");
+    deps.log?.info(
+      { cid: attempt.claim.cid, payer: attempt.claim.payer, reason: detail },
+      "unconfirmed settlement resolved: not paid",
+    );
     return { kind: "refused", reason, message: detail };
   };
   const conclude = (f: AuthorizationFinding | undefined): Outcome | undefined => {
     if (f?.state === "paid") return paid(deps, attempt, row, f.txHash);
     if (f?.state === "spent") return refusedFinally(Reason.paymentAlreadyUsed, f.detail);
-    if (f?.state === "unused" && f.chainTime >= row.validBefore) return refusedFinally(Reason.validBefore, "the authorization expired before it was settled");
+    if (f?.state === "unused" && f.chainTime >= row.validBefore)
+      return refusedFinally(Reason.validBefore, "the authorization expired before it was settled");
     return undefined;
   };
   try {
@@ -50,11 +64,22 @@ export async function resolveUnconfirmed(deps: SettlerDeps, attempt: PaymentAtte
     const after = conclude(await look(deps, row));
     if (after) return after;
     deps.payments.markUnconfirmed(row.id, `settle again: ${reason}`);
-    return { kind: "refused", reason, message: "the payment could not be confirmed; present the same proof again later" };
+    return {
+      kind: "refused",
+      reason,
+      message: "the payment could not be confirmed; present the same proof again later",
+    };
   } catch (error) {
     // Library messages (an RPC error, say) go to the log and the row, not to the buyer.
     return error instanceof FacilitatorUnavailableError
       ? unconfirmed(deps, attempt, row, error.message, false)
-      : unconfirmed(deps, attempt, row, `resolving: ${safeReason(error)}`, false, "the payment could not be confirmed yet");
+      : unconfirmed(
+          deps,
+          attempt,
+          row,
+          `resolving: ${safeReason(error)}`,
+          false,
+          "the payment could not be confirmed yet",
+        );
   }
 }

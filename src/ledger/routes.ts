@@ -80,10 +80,11 @@ export function paymentsModule(deps: PaymentsDeps) {
         limit: parseLimit(query.limit, PAYMENTS_LIMIT),
         afterId: query.pageToken ? decodePaymentsToken(query.pageToken) : undefined,
       });
-      const data: { payments: PaymentRecord[]; next_page_token?: string; totals: ReturnType<PaymentStore["totals"]> } = {
-        payments: page.items.map(toWire),
-        totals: deps.payments.totals(filter),
-      };
+      const data: { payments: PaymentRecord[]; next_page_token?: string; totals: ReturnType<PaymentStore["totals"]> } =
+        {
+          payments: page.items.map(toWire),
+          totals: deps.payments.totals(filter),
+        };
       if (page.nextAfterId !== undefined) data.next_page_token = encodePaymentsToken(page.nextAfterId);
       return { data };
     },

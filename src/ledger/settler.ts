@@ -17,7 +17,17 @@
  */
 import { FacilitatorUnavailableError, type SettleResponse } from "../facilitator/types";
 import { knownReason, Reason } from "../x402/reasons";
-import { NOT_YET, notYetDetail, type Outcome, type PaymentAttempt, paid, type SettlerDeps, safeReason, unconfirmed, withDeadline } from "./outcome";
+import {
+  NOT_YET,
+  notYetDetail,
+  type Outcome,
+  type PaymentAttempt,
+  paid,
+  type SettlerDeps,
+  safeReason,
+  unconfirmed,
+  withDeadline,
+} from "./outcome";
 import { resolveUnconfirmed } from "./recovery";
 import type { Payment } from "./store";
 
@@ -87,7 +97,9 @@ export function createLedgerSettler(deps: SettlerDeps) {
       const claimed = deps.payments.claim(claim, { staleBefore });
       if (!claimed.claimed) return { kind: "existing", payment: claimed.payment };
       // Registered before the first await, so no concurrent request can miss it.
-      const outcome = claimed.resolve ? resolveUnconfirmed(deps, attempt, claimed.payment) : settle(attempt, claimed.payment);
+      const outcome = claimed.resolve
+        ? resolveUnconfirmed(deps, attempt, claimed.payment)
+        : settle(attempt, claimed.payment);
       inflight.set(mapKey, { cid: claim.cid, proofHash: claim.proofHash, outcome });
       try {
         return await outcome;

@@ -71,7 +71,14 @@ function prepareStatements(db: Db) {
     findByAuthorization: db
       .select()
       .from(payments)
-      .where(and(eq(payments.network, p("network")), eq(payments.asset, p("asset")), eq(payments.payer, p("payer")), eq(payments.nonce, p("nonce"))))
+      .where(
+        and(
+          eq(payments.network, p("network")),
+          eq(payments.asset, p("asset")),
+          eq(payments.payer, p("payer")),
+          eq(payments.nonce, p("nonce")),
+        ),
+      )
       .prepare(),
     insertClaim: db
       .insert(payments)
@@ -134,7 +141,12 @@ export function createPaymentStore(db: Db) {
 
   return {
     find(key: AuthorizationKey): Payment | undefined {
-      return statements.findByAuthorization.get({ network: key.network, asset: key.asset, payer: key.payer, nonce: key.nonce });
+      return statements.findByAuthorization.get({
+        network: key.network,
+        asset: key.asset,
+        payer: key.payer,
+        nonce: key.nonce,
+      });
     },
 
     /** The row of a proof by its authorization and signature hash, whatever the asset (v1 proofs do not name it). */
@@ -142,7 +154,14 @@ export function createPaymentStore(db: Db) {
       return db
         .select()
         .from(payments)
-        .where(and(eq(payments.payer, key.payer), eq(payments.nonce, key.nonce), eq(payments.network, key.network), eq(payments.proofHash, key.proofHash)))
+        .where(
+          and(
+            eq(payments.payer, key.payer),
+            eq(payments.nonce, key.nonce),
+            eq(payments.network, key.network),
+            eq(payments.proofHash, key.proofHash),
+          ),
+        )
         .get();
     },
 
@@ -157,40 +176,53 @@ export function createPaymentStore(db: Db) {
      * rows and settled rows are returned unclaimed for the caller to decide.
      */
     claim(claim: PaymentClaim, options: { staleBefore?: string } = {}): ClaimResult {
-    return db.transaction((tx) => {
-      const existing = statements.findByAuthorization.get({ network: claim.network, asset: claim.asset, payer: claim.payer, nonce: claim.nonce });
-      const now = nowIso();
-      if (existing && isUnconfirmed(existing, options.staleBefore)) {
-        if (existing.cid !== claim.cid || existing.proofHash !== claim.proofHash) return { claimed: false as const, payment: existing };
-        // Live again: other requests (and processes) now see a settlement in progress.
-        const payment = tx
-          .update(payments)
-          .set({ error: null, updatedAt: now })
-          .where(and(eq(payments.id, existing.id), eq(payments.state, "pending")))
-          .returning()
-          .get()!;
-        return { claimed: true as const, payment, resolve: true };
-      }
-      if (existing && existing.state !== "failed") return { claimed: false as const, payment: existing };
-      const fields = {
-        cid: claim.cid,
-        instructionId: claim.instructionId,
-        instructionVersion: claim.instructionVersion,
-        amount: claim.amount,
-        payTo: claim.payTo,
-        state: "pending" as const,
-        txHash: null,
-        validBefore: Number(claim.validBefore > MAX_SAFE ? MAX_SAFE : claim.validBefore),
-        x402Version: claim.x402Version,
-        proofHash: claim.proofHash,
-        error: null,
-        updatedAt: now,
-      };
-      const payment = existing
-        ? tx.update(payments).set(fields).where(eq(payments.id, existing.id)).returning().get()
-        : statements.insertClaim.get({ ...fields, network: claim.network, asset: claim.asset, payer: claim.payer, nonce: claim.nonce, now })!;
-      return { claimed: true as const, payment, resolve: false };
-    });
+      return db.transaction((tx) => {
+        const existing = statements.findByAuthorization.get({
+          network: claim.network,
+          asset: claim.asset,
+          payer: claim.payer,
+          nonce: claim.nonce,
+        });
+        const now = nowIso();
+        if (existing && isUnconfirmed(existing, options.staleBefore)) {
+          if (existing.cid !== claim.cid || existing.proofHash !== claim.proofHash)
+            return { claimed: false as const, payment: existing };
+          // Live again: other requests (and processes) now see a settlement in progress.
+          const payment = tx
+            .update(payments)
+            .set({ error: null, updatedAt: now })
+            .where(and(eq(payments.id, existing.id), eq(payments.state, "pending")))
+            .returning()
+            .get()!;
+          return { claimed: true as const, payment, resolve: true };
+        }
+        if (existing && existing.state !== "failed") return { claimed: false as const, payment: existing };
+        const fields = {
+          cid: claim.cid,
+          instructionId: claim.instructionId,
+          instructionVersion: claim.instructionVersion,
+          amount: claim.amount,
+          payTo: claim.payTo,
+          state: "pending" as const,
+          txHash: null,
+          validBefore: Number(claim.validBefore > MAX_SAFE ? MAX_SAFE : claim.validBefore),
+          x402Version: claim.x402Version,
+          proofHash: claim.proofHash,
+          error: null,
+          updatedAt: now,
+        };
+        const payment = existing
+          ? tx.update(payments).set(fields).where(eq(payments.id, existing.id)).returning().get()
+          : statements.insertClaim.get({
+              ...fields,
+              network: claim.network,
+              asset: claim.asset,
+              payer: claim.payer,
+              nonce: claim.nonce,
+              now,
+            })!;
+        return { claimed: true as const, payment, resolve: false };
+      });
     },
 
     /** Marks a pending row settled; undefined when the row was not pending. */
@@ -227,19 +259,20 @@ export function createPaymentStore(db: Db) {
      * are added). `afterId` is the last id of the previous page.
      */
     list(f: PaymentFilter, page: { limit: number; afterId?: number; order?: "desc" | "asc" }) {
-    const where = filterConditions(f);
-    const order = page.order ?? "desc";
-    if (page.afterId !== undefined) where.push(order === "desc" ? lt(payments.id, page.afterId) : gt(payments.id, page.afterId));
-    const rows = db
-      .select()
-      .from(payments)
-      .where(where.length ? and(...where) : undefined)
-      .orderBy(order === "desc" ? desc(payments.id) : asc(payments.id))
-      .limit(page.limit + 1)
-      .all();
-    const more = rows.length > page.limit;
-    const items = more ? rows.slice(0, page.limit) : rows;
-    return { items, nextAfterId: more ? items[items.length - 1].id : undefined };
+      const where = filterConditions(f);
+      const order = page.order ?? "desc";
+      if (page.afterId !== undefined)
+        where.push(order === "desc" ? lt(payments.id, page.afterId) : gt(payments.id, page.afterId));
+      const rows = db
+        .select()
+        .from(payments)
+        .where(where.length ? and(...where) : undefined)
+        .orderBy(order === "desc" ? desc(payments.id) : asc(payments.id))
+        .limit(page.limit + 1)
+        .all();
+      const more = rows.length > page.limit;
+      const items = more ? rows.slice(0, page.limit) : rows;
+      return { items, nextAfterId: more ? items[items.length - 1].id : undefined };
     },
 
     /**
@@ -248,32 +281,36 @@ export function createPaymentStore(db: Db) {
      * 64-bit integers and raises on overflow, in which case JS sums BigInts.
      */
     totals(f: PaymentFilter) {
-    if (f.state && f.state !== "settled") return [];
-    const where = and(...filterConditions({ ...f, state: "settled" }));
-    try {
-      return db
-        .select({
-          network: payments.network,
-          asset: payments.asset,
-          amount: sql<string>`cast(sum(cast(${payments.amount} as integer)) as text)`,
-          count: count(),
-        })
-        .from(payments)
-        .where(where)
-        .groupBy(payments.network, payments.asset)
-        .orderBy(payments.network, payments.asset)
-        .all();
-    } catch {
-      const totals = new Map<string, { network: string; asset: string; amount: bigint; count: number }>();
-      for (const r of db.select({ network: payments.network, asset: payments.asset, amount: payments.amount }).from(payments).where(where).all()) {
-        const k = `${r.network}|${r.asset}`;
-        const t = totals.get(k) ?? { network: r.network, asset: r.asset, amount: 0n, count: 0 };
-        t.amount += BigInt(r.amount);
-        t.count += 1;
-        totals.set(k, t);
+      if (f.state && f.state !== "settled") return [];
+      const where = and(...filterConditions({ ...f, state: "settled" }));
+      try {
+        return db
+          .select({
+            network: payments.network,
+            asset: payments.asset,
+            amount: sql<string>`cast(sum(cast(${payments.amount} as integer)) as text)`,
+            count: count(),
+          })
+          .from(payments)
+          .where(where)
+          .groupBy(payments.network, payments.asset)
+          .orderBy(payments.network, payments.asset)
+          .all();
+      } catch {
+        const totals = new Map<string, { network: string; asset: string; amount: bigint; count: number }>();
+        for (const r of db
+          .select({ network: payments.network, asset: payments.asset, amount: payments.amount })
+          .from(payments)
+          .where(where)
+          .all()) {
+          const k = `${r.network}|${r.asset}`;
+          const t = totals.get(k) ?? { network: r.network, asset: r.asset, amount: 0n, count: 0 };
+          t.amount += BigInt(r.amount);
+          t.count += 1;
+          totals.set(k, t);
+        }
+        return [...totals.values()].map((t) => ({ ...t, amount: t.amount.toString() }));
       }
-      return [...totals.values()].map((t) => ({ ...t, amount: t.amount.toString() }));
-    }
     },
   };
 }

@@ -30,7 +30,12 @@ export async function preparePricing(opts: {
     "content indexed",
   );
   for (const e of indexed.errors) opts.log.warn({ path: e.path }, `content file unreadable: ${e.message}`);
-  const pricing = createPricing({ instructions: opts.instructions, content: opts.content, settings: opts.settings, log: opts.log });
+  const pricing = createPricing({
+    instructions: opts.instructions,
+    content: opts.content,
+    settings: opts.settings,
+    log: opts.log,
+  });
   pricing.reload("start");
   return pricing;
 }

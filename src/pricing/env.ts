@@ -5,7 +5,11 @@
 export const ENV_REF = /\$(\$?)\{([^}]*)\}/g;
 
 /** `value` with every `${VAR}` replaced; `fail` is told of each reference that cannot be. */
-export function substitute(value: string, env: Record<string, string | undefined>, fail: (message: string) => void): string {
+export function substitute(
+  value: string,
+  env: Record<string, string | undefined>,
+  fail: (message: string) => void,
+): string {
   return value.replace(ENV_REF, (whole, escaped: string, name: string) => {
     if (escaped) return whole.slice(1); // "$${X}" is a literal "${X}"
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {

@@ -113,4 +113,3 @@ export function plainBlockYaml(text: string): boolean {
   }
   return true;
 }
-

@@ -11,9 +11,9 @@
  */
 import { type Dirent, readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
+import { type Static, Type as t } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { type ValueError, ValueErrorType } from "@sinclair/typebox/errors";
-import { type Static, Type as t } from "@sinclair/typebox";
 import { canonicalNetwork, usdcAddress } from "../chain/networks";
 import { canonicalCid } from "../content/cid";
 import { relativePathProblem } from "../content/paths";
@@ -21,12 +21,12 @@ import { type FieldError, normalizeRequirements, type StoredRequirement } from "
 import type { Settings } from "../settings";
 import { envUsed, sameEnv } from "./env";
 import { fastParse } from "./fast-yaml";
-import { type Locator, lazyPosition, type Path, pin, type Position, type PricingProblem } from "./position";
+import { type Locator, lazyPosition, type Path, type Position, type PricingProblem, pin } from "./position";
 import { priceToAmount } from "./price";
 import { DefaultsModel, InstructionModel, KEY_PATTERN, type PricingFile } from "./schema";
 import { parseWithPositions } from "./strict-yaml";
 
-export { formatProblem, pin, type Position, type PricingProblem } from "./position";
+export { formatProblem, type Position, type PricingProblem, pin } from "./position";
 
 export interface CidClaim {
   cid: string;
@@ -89,7 +89,9 @@ const checkOutline = TypeCompiler.Compile(
   t.Object(
     {
       defaults: t.Optional(DefaultsModel),
-      instructions: t.Optional(t.Record(t.String({ pattern: KEY_PATTERN }), t.Unknown(), { additionalProperties: false })),
+      instructions: t.Optional(
+        t.Record(t.String({ pattern: KEY_PATTERN }), t.Unknown(), { additionalProperties: false }),
+      ),
     },
     { additionalProperties: false },
   ),
@@ -109,7 +111,13 @@ function schemaProblems(
   for (const e of check.Errors(value)) {
     if (seen.has(e.path)) continue;
     seen.add(e.path);
-    const segs = [...prefix, ...e.path.split("/").slice(1).map((x) => x.replaceAll("~1", "/").replaceAll("~0", "~"))];
+    const segs = [
+      ...prefix,
+      ...e.path
+        .split("/")
+        .slice(1)
+        .map((x) => x.replaceAll("~1", "/").replaceAll("~0", "~")),
+    ];
     const unknown = e.type === ValueErrorType.ObjectAdditionalProperties;
     const field = segs[segs.length - 1];
     const label = segs.join(".") || "(file)";
@@ -180,10 +188,15 @@ export function parsePricingFile(
     const lazy: Locator = {
       at: (p, onKey) => lazyPosition(display, () => located().at(p, onKey)),
       integerSource: () => undefined, // an unsafe integer sends the file to the slow path instead
-      has: (p) => p.reduce<unknown>((v, k) => (v && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined), fast) !== undefined,
+      has: (p) =>
+        p.reduce<unknown>(
+          (v, k) => (v && typeof v === "object" ? (v as Record<string, unknown>)[k] : undefined),
+          fast,
+        ) !== undefined,
     };
     const checked = checkData(fast, lazy, path, opts);
-    if (checked && checked.errors.length === 0) return { path, instructions: checked.instructions, errors: [], warnings: [] };
+    if (checked && checked.errors.length === 0)
+      return { path, instructions: checked.instructions, errors: [], warnings: [] };
   }
   const slow = parseWithPositions(text, display, opts.env);
   if (slow.data === undefined) return { path, instructions: [], errors: slow.errors, warnings: slow.warnings };
@@ -275,8 +288,10 @@ function requirementInputs(
     const label = here.join(".");
     const network = req.network ?? defaults.network;
     const payTo = req.pay_to ?? defaults.pay_to;
-    if (network === undefined) check.problem(check.where.at(here), "required", `${label}: network is required (here or in defaults)`);
-    if (payTo === undefined) check.problem(check.where.at(here), "required", `${label}: pay_to is required (here or in defaults)`);
+    if (network === undefined)
+      check.problem(check.where.at(here), "required", `${label}: network is required (here or in defaults)`);
+    if (payTo === undefined)
+      check.problem(check.where.at(here), "required", `${label}: pay_to is required (here or in defaults)`);
     const amount = amountOf(req, here, check);
     if (amount === REPARSE) return REPARSE;
     const canonical = network === undefined ? undefined : canonicalNetwork(network);
@@ -296,7 +311,11 @@ function requirementInputs(
 function amountOf(req: Requirement, here: Path, check: Check): string | undefined | typeof REPARSE {
   const label = here.join(".");
   if (req.price !== undefined && req.amount !== undefined) {
-    check.problem(check.where.at([...here, "amount"], true), "price-or-amount", `${label}: give either price or amount, not both`);
+    check.problem(
+      check.where.at([...here, "amount"], true),
+      "price-or-amount",
+      `${label}: give either price or amount, not both`,
+    );
     return undefined;
   }
   if (req.price !== undefined) {
@@ -314,7 +333,11 @@ function amountOf(req: Requirement, here: Path, check: Check): string | undefine
     }
     return req.amount as string; // a fraction is refused by the shared rule below
   }
-  check.problem(check.where.at(here), "price-or-amount", `${label}: give a price ("$0.05") or an amount in the smallest unit`);
+  check.problem(
+    check.where.at(here),
+    "price-or-amount",
+    `${label}: give a price ("$0.05") or an amount in the smallest unit`,
+  );
   return undefined;
 }
 
@@ -327,7 +350,11 @@ function reportRequirementRules(fieldErrors: FieldError[], file: PricingFile, ba
     const field = segs[2];
     const inherited =
       (field === "network" || field === "pay_to") && file.defaults?.[field] !== undefined && !check.where.has(full);
-    check.problem(check.where.at(inherited ? ["defaults", field] : full), "requirement", `${base.join(".")}.${fe.path}: ${fe.message}`);
+    check.problem(
+      check.where.at(inherited ? ["defaults", field] : full),
+      "requirement",
+      `${base.join(".")}.${fe.path}: ${fe.message}`,
+    );
   }
 }
 
@@ -394,7 +421,13 @@ export function loadPricing(opts: LoadOptions): LoadedPricing {
     } catch (e) {
       // Deleted between listing and reading (an editor's rename): the next event reloads.
       if ((e as NodeJS.ErrnoException).code === "ENOENT") continue;
-      out.errors.push({ file: join(opts.configDir, path), line: 1, column: 1, rule: "read", message: (e as Error).message });
+      out.errors.push({
+        file: join(opts.configDir, path),
+        line: 1,
+        column: 1,
+        rule: "read",
+        message: (e as Error).message,
+      });
       continue;
     }
     live.add(path);
@@ -432,7 +465,11 @@ export function loadPricing(opts: LoadOptions): LoadedPricing {
         }
       }
       if (matched === 0) {
-        out.warnings.push({ ...pin(f.at), rule: "files", message: `"${f.pattern}" matches no file in the content folder (yet)` });
+        out.warnings.push({
+          ...pin(f.at),
+          rule: "files",
+          message: `"${f.pattern}" matches no file in the content folder (yet)`,
+        });
       }
     }
     const mine = new Map<string, CidClaim>();

@@ -55,4 +55,3 @@ export function lazyPosition(file: string, resolve: () => Position): Position {
 export function pin(at: Position): Position {
   return { file: at.file, line: at.line, column: at.column };
 }
-

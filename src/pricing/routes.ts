@@ -12,7 +12,13 @@ import type { PricingProblem } from "./load";
 import type { Pricing, ReloadReport } from "./service";
 import type { InstructionChange } from "./sync";
 
-const problem = (p: PricingProblem) => ({ file: p.file, line: p.line, column: p.column, rule: p.rule, message: p.message });
+const problem = (p: PricingProblem) => ({
+  file: p.file,
+  line: p.line,
+  column: p.column,
+  rule: p.rule,
+  message: p.message,
+});
 const change = (c: InstructionChange) => ({ id: c.id, source: c.source, name: c.name, version: c.version });
 
 function reportToWire(r: ReloadReport) {
@@ -59,7 +65,13 @@ export function configModule(deps: ConfigDeps) {
             watching: deps.pricing !== undefined,
             last_reload: s?.lastReload ? reportToWire(s.lastReload) : null,
             serving: s?.lastGood
-              ? { at: s.lastGood.at, trigger: s.lastGood.trigger, files: s.lastGood.files, instructions: s.lastGood.instructions, cids: s.lastGood.cids }
+              ? {
+                  at: s.lastGood.at,
+                  trigger: s.lastGood.trigger,
+                  files: s.lastGood.files,
+                  instructions: s.lastGood.instructions,
+                  cids: s.lastGood.cids,
+                }
               : null,
           },
         };

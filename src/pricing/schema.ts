@@ -20,8 +20,7 @@ const Network = t.Union([...NETWORK_SPELLINGS.map((n) => t.Literal(n)), t.String
 });
 
 /** A 0x address, or a `${VAR}` that becomes one (editors see the file before substitution). */
-const address = (description: string) =>
-  t.String({ description, pattern: `^(0x[0-9a-fA-F]{40}|.*${ENV_REF}.*)$` });
+const address = (description: string) => t.String({ description, pattern: `^(0x[0-9a-fA-F]{40}|.*${ENV_REF}.*)$` });
 
 export const RequirementModel = t.Object(
   {
@@ -29,7 +28,8 @@ export const RequirementModel = t.Object(
     pay_to: t.Optional(address("Address that receives the payment.")),
     price: t.Optional(
       t.String({
-        description: 'Price in US dollars, exact to the cent fraction USDC allows: "$0.05", "$1", "$0.000001". Needs the USDC asset.',
+        description:
+          'Price in US dollars, exact to the cent fraction USDC allows: "$0.05", "$1", "$0.000001". Needs the USDC asset.',
         // No pattern here: load.ts explains a wrong price better than a regex failure would.
         examples: ["$0.05"],
       }),
@@ -55,7 +55,8 @@ export const InstructionModel = t.Object(
     files: t.Optional(
       t.Array(
         t.String({
-          description: 'A path or glob under the content folder, e.g. "articles/*.md"; new matching files are picked up.',
+          description:
+            'A path or glob under the content folder, e.g. "articles/*.md"; new matching files are picked up.',
         }),
       ),
     ),
@@ -68,7 +69,10 @@ export const DefaultsModel = t.Object(
     network: t.Optional(Network),
     pay_to: t.Optional(address("Address that receives the payment.")),
   },
-  { additionalProperties: false, description: "Given to every payment requirement of this file that does not say otherwise." },
+  {
+    additionalProperties: false,
+    description: "Given to every payment requirement of this file that does not say otherwise.",
+  },
 );
 
 export const PricingFileModel = t.Object(

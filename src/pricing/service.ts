@@ -6,8 +6,8 @@
  */
 import { existsSync } from "node:fs";
 import type { ContentStore } from "../content/store";
-import type { InstructionStore } from "../instructions/store";
 import type { Logger } from "../http/logging";
+import type { InstructionStore } from "../instructions/store";
 import type { Settings } from "../settings";
 import { formatProblem, loadPricing, type ParseCache, type PricingProblem } from "./load";
 import { changed, emptyChanges, reconcile, type SyncChanges } from "./sync";
@@ -92,13 +92,15 @@ export function createPricing(opts: PricingOptions): Pricing {
           line: 1,
           column: 1,
           rule: "config-dir",
-          message: "the config folder does not exist; instructions from pricing files are kept (create the folder, even empty, to remove them)",
+          message:
+            "the config folder does not exist; instructions from pricing files are kept (create the folder, even empty, to remove them)",
         },
       ];
     }
     if (report.errors.length === 0) {
       const synced = reconcile(opts.instructions, loaded.instructions, at);
-      if (synced.ok) report = { ...report, result: changed(synced.changes) ? "applied" : "unchanged", changes: synced.changes };
+      if (synced.ok)
+        report = { ...report, result: changed(synced.changes) ? "applied" : "unchanged", changes: synced.changes };
       else report = { ...report, errors: synced.errors };
     }
     report.durationMs = Math.round((performance.now() - started) * 100) / 100;
@@ -128,7 +130,10 @@ export function createPricing(opts: PricingOptions): Pricing {
       cidsDetached: c.cidsDetached,
     };
     if (r.result === "rejected") {
-      l.error({ ...summary, errors: r.errors.map(formatProblem) }, "pricing reload rejected; the last good state keeps serving");
+      l.error(
+        { ...summary, errors: r.errors.map(formatProblem) },
+        "pricing reload rejected; the last good state keeps serving",
+      );
     } else if (r.result === "applied" || r.trigger === "start") {
       l.info(summary, "pricing reloaded");
     }

@@ -49,7 +49,11 @@ function documentLocator(doc: Document, lines: LineCounter, display: string): Lo
       const pair = instruction(String(path[1]));
       if (pair) {
         const keyStart = (pair.key as Node).range?.[0] ?? 0;
-        return path.length === 2 && onKey ? keyStart : path.length === 2 ? ((pair.value as Node | null)?.range?.[0] ?? keyStart) : locate(pair.value, path.slice(2), onKey);
+        return path.length === 2 && onKey
+          ? keyStart
+          : path.length === 2
+            ? ((pair.value as Node | null)?.range?.[0] ?? keyStart)
+            : locate(pair.value, path.slice(2), onKey);
       }
     }
     return locate(doc, path, onKey);
@@ -108,5 +112,3 @@ export function parseWithPositions(text: string, display: string, env: Record<st
   const data = errors.length ? undefined : (doc.toJS({ maxAliasCount: 100 }) ?? {});
   return { doc, locator, data, errors, warnings };
 }
-
-

@@ -7,7 +7,7 @@
  */
 import type { SyncChanges } from "../instructions/file-sync";
 import type { InstructionStore } from "../instructions/store";
-import { type DesiredInstruction, pin, type PricingProblem } from "./load";
+import { type DesiredInstruction, type PricingProblem, pin } from "./load";
 
 export { changed, emptyChanges, type InstructionChange, type SyncChanges } from "../instructions/file-sync";
 

@@ -20,4 +20,5 @@ export function encodeHeader(value: unknown): string {
 }
 
 /** The receipt header's name for a proof of this version. */
-export const receiptHeaderName = (x402Version: 1 | 2) => (x402Version === 2 ? Header.paymentResponse : Header.xPaymentResponse);
+export const receiptHeaderName = (x402Version: 1 | 2) =>
+  x402Version === 2 ? Header.paymentResponse : Header.xPaymentResponse;

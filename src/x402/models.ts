@@ -15,11 +15,22 @@ export const Uint = t.String({ pattern: "^[0-9]{1,78}$", description: "a decimal
 export const Bytes32 = t.String({ pattern: "^0x[0-9a-fA-F]{64}$", description: "a 0x-prefixed 32-byte hex string" });
 // 65 bytes for an EOA; longer for smart wallets (ERC-1271 / ERC-6492), bounded. Whole bytes only:
 // an odd digit count would pass as "longer than 65 bytes" and cost a facilitator call.
-export const Signature = t.String({ pattern: "^0x(?:[0-9a-fA-F]{2})+$", maxLength: 16384, description: "0x-prefixed hex bytes" });
+export const Signature = t.String({
+  pattern: "^0x(?:[0-9a-fA-F]{2})+$",
+  maxLength: 16384,
+  description: "0x-prefixed hex bytes",
+});
 const Eip712Extra = t.Object({ name: t.Optional(t.String()), version: t.Optional(t.String()) });
 
 /** EIP-3009 TransferWithAuthorization as the `exact` EVM scheme carries it (decimal strings). */
-export const Authorization = t.Object({ from: Address, to: Address, value: Uint, validAfter: Uint, validBefore: Uint, nonce: Bytes32 });
+export const Authorization = t.Object({
+  from: Address,
+  to: Address,
+  value: Uint,
+  validAfter: Uint,
+  validBefore: Uint,
+  nonce: Bytes32,
+});
 
 /** The scheme-specific part of a payment, the same in v1 and v2. */
 export const ExactEvmPayload = t.Object({ signature: Signature, authorization: Authorization });
@@ -68,7 +79,11 @@ export const PaymentPayloadV2 = t.Object({
 export const ResourceInfo = t.Object({ url: t.String(), description: t.String(), mimeType: t.String() });
 
 /** The 402 body of v1 (x402-fetch and x402-axios read only the body). */
-export const PaymentRequiredV1 = t.Object({ x402Version: t.Literal(1), error: t.String(), accepts: t.Array(RequirementsV1) });
+export const PaymentRequiredV1 = t.Object({
+  x402Version: t.Literal(1),
+  error: t.String(),
+  accepts: t.Array(RequirementsV1),
+});
 
 /** The v2 402, base64 JSON in the PAYMENT-REQUIRED header. */
 export const PaymentRequiredV2 = t.Object({
@@ -79,10 +94,22 @@ export const PaymentRequiredV2 = t.Object({
 });
 
 /** The body of POST /verify and POST /settle, as the reference clients send it. */
-export const FacilitatorRequestV1 = t.Object({ x402Version: t.Literal(1), paymentPayload: PaymentPayloadV1, paymentRequirements: RequirementsV1 });
-export const FacilitatorRequestV2 = t.Object({ x402Version: t.Literal(2), paymentPayload: PaymentPayloadV2, paymentRequirements: RequirementsV2 });
+export const FacilitatorRequestV1 = t.Object({
+  x402Version: t.Literal(1),
+  paymentPayload: PaymentPayloadV1,
+  paymentRequirements: RequirementsV1,
+});
+export const FacilitatorRequestV2 = t.Object({
+  x402Version: t.Literal(2),
+  paymentPayload: PaymentPayloadV2,
+  paymentRequirements: RequirementsV2,
+});
 
-export const VerifyResponse = t.Object({ isValid: t.Boolean(), invalidReason: t.Optional(t.String()), payer: t.Optional(t.String()) });
+export const VerifyResponse = t.Object({
+  isValid: t.Boolean(),
+  invalidReason: t.Optional(t.String()),
+  payer: t.Optional(t.String()),
+});
 
 /** `success:false` is an answer, not an error: `errorReason` says why. */
 export const SettleResponse = t.Object({
@@ -94,11 +121,23 @@ export const SettleResponse = t.Object({
 });
 
 export const SupportedResponse = t.Object({
-  kinds: t.Array(t.Object({ x402Version: t.Number(), scheme: t.String(), network: t.String(), extra: t.Optional(t.Record(t.String(), t.Unknown())) })),
+  kinds: t.Array(
+    t.Object({
+      x402Version: t.Number(),
+      scheme: t.String(),
+      network: t.String(),
+      extra: t.Optional(t.Record(t.String(), t.Unknown())),
+    }),
+  ),
 });
 
 /** X-PAYMENT-RESPONSE (v1) / PAYMENT-RESPONSE (v2): the settlement a paid response carries. */
-export const Receipt = t.Object({ success: t.Literal(true), transaction: t.String(), network: t.String(), payer: t.String() });
+export const Receipt = t.Object({
+  success: t.Literal(true),
+  transaction: t.String(),
+  network: t.String(),
+  payer: t.String(),
+});
 
 export type Authorization = Static<typeof Authorization>;
 export type ExactEvmPayload = Static<typeof ExactEvmPayload>;

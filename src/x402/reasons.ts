@@ -49,7 +49,8 @@ export const Reason = {
 export type ReasonCode = (typeof Reason)[keyof typeof Reason];
 
 /** The amount check's code: v1 pays at least the price, v2 exactly. */
-export const valueReason = (x402Version: 1 | 2): ReasonCode => (x402Version === 1 ? Reason.authorizationValue : Reason.authorizationValueMismatch);
+export const valueReason = (x402Version: 1 | 2): ReasonCode =>
+  x402Version === 1 ? Reason.authorizationValue : Reason.authorizationValueMismatch;
 
 /**
  * A reason from a library or a remote facilitator, kept when it looks like a

@@ -25,12 +25,24 @@ afterAll(async () => {
 
 const buyer = () => privateKeyToAccount(devnet.buyers[0].privateKey);
 const domain = () => ({ name: "USDC", version: "2", chainId: devnet.chainId, verifyingContract: devnet.token });
-const relayer = () => createWalletClient({ account: privateKeyToAccount(devnet.relayer.privateKey), chain: devnetChain(devnet.rpcUrl), transport: http(devnet.rpcUrl) });
+const relayer = () =>
+  createWalletClient({
+    account: privateKeyToAccount(devnet.relayer.privateKey),
+    chain: devnetChain(devnet.rpcUrl),
+    transport: http(devnet.rpcUrl),
+  });
 const now = () => Math.floor(Date.now() / 1000);
 
 /** Submits a transfer the buyer authorized; returns its nonce and transaction hash. */
 async function transfer(to: `0x${string}`, value: bigint) {
-  const message = { from: buyer().address, to, value, validAfter: 0n, validBefore: BigInt(now() + 600), nonce: randomNonce() };
+  const message = {
+    from: buyer().address,
+    to,
+    value,
+    validAfter: 0n,
+    validBefore: BigInt(now() + 600),
+    nonce: randomNonce(),
+  };
   const signature = await signAuthorization(buyer(), domain(), message);
   const hash = await relayer().writeContract({
     address: devnet.token,
@@ -68,16 +80,29 @@ describe("createAuthorizationLookup", () => {
   test("used to pay someone else, or canceled: spent", async () => {
     const lookup = createAuthorizationLookup({ rpcUrl: devnet.rpcUrl });
     const elsewhere = await transfer(devnet.relayer.address, 10_000n);
-    expect(await lookup.find(query(elsewhere.nonce))).toEqual({ state: "spent", detail: "the authorization was used for another transfer" });
+    expect(await lookup.find(query(elsewhere.nonce))).toEqual({
+      state: "spent",
+      detail: "the authorization was used for another transfer",
+    });
 
     const nonce = randomNonce();
     const signature = await buyer().signTypedData({
       domain: domain(),
-      types: { CancelAuthorization: [{ name: "authorizer", type: "address" }, { name: "nonce", type: "bytes32" }] },
+      types: {
+        CancelAuthorization: [
+          { name: "authorizer", type: "address" },
+          { name: "nonce", type: "bytes32" },
+        ],
+      },
       primaryType: "CancelAuthorization",
       message: { authorizer: buyer().address, nonce },
     });
-    const hash = await relayer().writeContract({ address: devnet.token, abi: tokenAbi, functionName: "cancelAuthorization", args: [buyer().address, nonce, signature] });
+    const hash = await relayer().writeContract({
+      address: devnet.token,
+      abi: tokenAbi,
+      functionName: "cancelAuthorization",
+      args: [buyer().address, nonce, signature],
+    });
     await localPublicClient(devnet.rpcUrl).waitForTransactionReceipt({ hash });
     expect(await lookup.find(query(nonce))).toEqual({ state: "spent", detail: "the authorization was canceled" });
   });
@@ -86,9 +111,20 @@ describe("createAuthorizationLookup", () => {
     const { nonce, hash } = await transfer(devnet.seller.address, 10_000n);
     const rpc = localPublicClient(devnet.rpcUrl);
     await rpc.request({ method: "anvil_mine" as any, params: ["0x14"] as any }); // 20 blocks after it
-    expect(await createAuthorizationLookup({ rpcUrl: devnet.rpcUrl, window: 3 }).find(query(nonce))).toEqual({ state: "paid", txHash: hash });
-    expect((await createAuthorizationLookup({ rpcUrl: devnet.rpcUrl, window: 3, maxWindows: 2 }).find(query(nonce))).state).toBe("unknown");
+    expect(await createAuthorizationLookup({ rpcUrl: devnet.rpcUrl, window: 3 }).find(query(nonce))).toEqual({
+      state: "paid",
+      txHash: hash,
+    });
+    expect(
+      (await createAuthorizationLookup({ rpcUrl: devnet.rpcUrl, window: 3, maxWindows: 2 }).find(query(nonce))).state,
+    ).toBe("unknown");
     // A claim said to be later than the transaction (a wrong clock): not found means unknown, not canceled.
-    expect((await createAuthorizationLookup({ rpcUrl: devnet.rpcUrl, window: 3, slackSeconds: 0 }).find(query(nonce, { since: now() + 3600 }))).state).toBe("unknown");
+    expect(
+      (
+        await createAuthorizationLookup({ rpcUrl: devnet.rpcUrl, window: 3, slackSeconds: 0 }).find(
+          query(nonce, { since: now() + 3600 }),
+        )
+      ).state,
+    ).toBe("unknown");
   });
 });

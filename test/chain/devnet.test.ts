@@ -32,7 +32,14 @@ describe("startDevnet", () => {
     const client = createPublicClient({ transport: http(devnet.rpcUrl) });
     expect(devnet.buyers).toHaveLength(2);
     for (const b of devnet.buyers) {
-      expect(await client.readContract({ address: devnet.token, abi: erc20Abi, functionName: "balanceOf", args: [b.address] })).toBe(1_000_000_000n);
+      expect(
+        await client.readContract({
+          address: devnet.token,
+          abi: erc20Abi,
+          functionName: "balanceOf",
+          args: [b.address],
+        }),
+      ).toBe(1_000_000_000n);
     }
     const addresses = new Set([devnet.seller.address, devnet.relayer.address, ...devnet.buyers.map((b) => b.address)]);
     expect(addresses.size).toBe(4);

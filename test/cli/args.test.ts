@@ -5,7 +5,11 @@ const spec = { scope: "string", force: "boolean" } as const;
 
 describe("parseOptions (the CLI's shared option parsing)", () => {
   test("--name value, --name=value, flags and positionals", () => {
-    expect(parseOptions(["create", "--scope", "read", "x", "--force"], spec)).toEqual({ values: { scope: "read", force: true }, positionals: ["create", "x"], unknown: undefined });
+    expect(parseOptions(["create", "--scope", "read", "x", "--force"], spec)).toEqual({
+      values: { scope: "read", force: true },
+      positionals: ["create", "x"],
+      unknown: undefined,
+    });
     expect(parseOptions(["--scope=read,write"], spec).values.scope).toBe("read,write");
   });
 
@@ -25,7 +29,10 @@ describe("parseOptions (the CLI's shared option parsing)", () => {
 
 describe("parseOptions: repeats", () => {
   test("an option given twice is reported, and the first value kept, never silently the last", () => {
-    expect(parseOptions(["--scope", "read", "--scope=write"], spec)).toMatchObject({ values: { scope: "read" }, repeated: "--scope" });
+    expect(parseOptions(["--scope", "read", "--scope=write"], spec)).toMatchObject({
+      values: { scope: "read" },
+      repeated: "--scope",
+    });
     expect(parseOptions(["--force", "--force"], spec).repeated).toBe("--force");
     expect(parseOptions(["--scope", "read"], spec).repeated).toBeUndefined();
   });

@@ -94,7 +94,13 @@ describe("defineCommand", () => {
   });
 
   test("other errors are not swallowed", async () => {
-    const broken = defineCommand({ name: "broken", summary: "throws", run: async () => { throw new Error("bug"); } });
+    const broken = defineCommand({
+      name: "broken",
+      summary: "throws",
+      run: async () => {
+        throw new Error("bug");
+      },
+    });
     await expect(broken.main([])).rejects.toThrow("bug");
   });
 });

@@ -38,7 +38,11 @@ describe("cidgate", () => {
 
   test("an unknown command or option: exit 2, one line naming it and pointing at --help", () => {
     expect(cidgate(["foo"])).toEqual({ code: 2, out: "", err: "cidgate: unknown command foo (see cidgate --help)\n" });
-    expect(cidgate(["--foo"])).toEqual({ code: 2, out: "", err: "cidgate: unknown option --foo (see cidgate --help)\n" });
+    expect(cidgate(["--foo"])).toEqual({
+      code: 2,
+      out: "",
+      err: "cidgate: unknown option --foo (see cidgate --help)\n",
+    });
   });
 
   test("`cidgate help <command>` is `cidgate <command> --help`", () => {
@@ -91,14 +95,24 @@ describe("cidgate", () => {
 
   test("`cidgate serve` runs the server until SIGTERM; a bad setting stops it with one line", async () => {
     const bad = cidgate(["serve"], { PORT: "eighty" });
-    expect(bad).toEqual({ code: 2, out: "", err: 'cidgate: bad setting PORT: a whole number from 0 to 65535 (got "eighty")\n' });
+    expect(bad).toEqual({
+      code: 2,
+      out: "",
+      err: 'cidgate: bad setting PORT: a whole number from 0 to 65535 (got "eighty")\n',
+    });
 
     const dir = mkdtempSync(join(tmpdir(), "cidgate-serve-"));
     mkdirSync(join(dir, "config"));
     mkdirSync(join(dir, "content"));
     const p = Bun.spawn([process.execPath, MAIN, "serve"], {
       cwd: dir,
-      env: { PATH: process.env.PATH ?? "", CIDGATE_DB: ":memory:", PORT: "0", JWT_SECRET: "x".repeat(40), LOG_LEVEL: "warn" },
+      env: {
+        PATH: process.env.PATH ?? "",
+        CIDGATE_DB: ":memory:",
+        PORT: "0",
+        JWT_SECRET: "x".repeat(40),
+        LOG_LEVEL: "warn",
+      },
       stdout: "pipe",
       stderr: "pipe",
     });

@@ -21,18 +21,18 @@
  * keystream with key sha256(seed) and a zero nonce.
  */
 import { describe, expect, test } from "bun:test";
-import { chacha20 } from "@noble/ciphers/chacha";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import * as dagPb from "@ipld/dag-pb";
+import { chacha20 } from "@noble/ciphers/chacha";
 import { MemoryBlockstore } from "blockstore-core/memory";
 import { importBytes } from "ipfs-unixfs-importer";
 import { base36 as base36Codec } from "multiformats/bases/base36";
 import { sha256 } from "multiformats/hashes/sha2";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import {
-  canonicalCid,
   CHUNK_SIZE,
+  canonicalCid,
   cidOfBytes,
   cidOfFile,
   cidOfStream,
@@ -121,7 +121,10 @@ describe("parsing CIDs", () => {
     const base36 = parseCid(v1)!.toString(base36Codec);
     expect(base36).toStartWith("k");
     expect(canonicalCid(base36)).toBe(v1);
-    expect(canonicalCid("QmWmRj3dFDZdb6ABvbmKhEL6TmPbAfBZ1t5BxsEyJrcZhE")).toBe("QmWmRj3dFDZdb6ABvbmKhEL6TmPbAfBZ1t5BxsEyJrcZhE");
-    for (const bad of ["", "hello", "bafkreinope", "../etc/passwd", "x".repeat(300)]) expect(canonicalCid(bad)).toBeUndefined();
+    expect(canonicalCid("QmWmRj3dFDZdb6ABvbmKhEL6TmPbAfBZ1t5BxsEyJrcZhE")).toBe(
+      "QmWmRj3dFDZdb6ABvbmKhEL6TmPbAfBZ1t5BxsEyJrcZhE",
+    );
+    for (const bad of ["", "hello", "bafkreinope", "../etc/passwd", "x".repeat(300)])
+      expect(canonicalCid(bad)).toBeUndefined();
   });
 });

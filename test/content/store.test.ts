@@ -1,5 +1,16 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { appendFileSync, chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  chmodSync,
+  mkdirSync,
+  mkdtempSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cidOfBytes } from "../../src/content/cid";
@@ -181,10 +192,18 @@ describe("content index", () => {
 
   test("a file that vanishes while it is hashed is not indexed, and its old row goes", async () => {
     const big = join(dir, "big.bin");
-    writeFileSync(big, new Uint8Array(48 * 1024 * 1024).map((_, i) => (i * 7) & 0xff));
+    writeFileSync(
+      big,
+      new Uint8Array(48 * 1024 * 1024).map((_, i) => (i * 7) & 0xff),
+    );
     writeFileSync(join(dir, "small.txt"), "small");
     await content.index();
-    expect(content.list().map((r) => r.path).sort()).toEqual(["big.bin", "small.txt"]);
+    expect(
+      content
+        .list()
+        .map((r) => r.path)
+        .sort(),
+    ).toEqual(["big.bin", "small.txt"]);
     // changed, so it must be hashed again; it is deleted once the indexer has it open (seen in /proc/self/fd)
     appendFileSync(big, "more");
     const watch = unlinkOnceOpen(realpathSync(big)); // /proc shows the real path
@@ -216,7 +235,9 @@ describe("content index", () => {
   });
 
   test("a stored path that would leave the folder is refused, not served", async () => {
-    db.sqlite.run("INSERT INTO content_files (path, cid, size, mtime_ms, media_type) VALUES ('../secret.txt', 'x', 1, 1, 'text/plain')");
+    db.sqlite.run(
+      "INSERT INTO content_files (path, cid, size, mtime_ms, media_type) VALUES ('../secret.txt', 'x', 1, 1, 'text/plain')",
+    );
     expect(content.lookup("x")).toBeUndefined();
   });
 

@@ -70,7 +70,12 @@ test("a content folder created after start is found by the slow poll, then watch
     writeFileSync(join(later, "later.txt"), "later still");
     const laterCid = await cidOf("later still");
     await eventually(() => content2.lookup(laterCid) !== undefined, "later.txt indexed");
-    expect(content2.list().map((r) => r.path).sort()).toEqual(["late.txt", "later.txt"]);
+    expect(
+      content2
+        .list()
+        .map((r) => r.path)
+        .sort(),
+    ).toEqual(["late.txt", "later.txt"]);
     expect(runs).toBeGreaterThanOrEqual(1);
   } finally {
     await w.close();

@@ -18,9 +18,23 @@ import { createTestStack, type TestStack } from "./stack";
 const PRICE = 150_000n; // 0.15 USDC: above x402-fetch's default cap
 const VIDEO = new Uint8Array(300 * 1024).map((_, i) => (i * 31 + 7) & 0xff); // two chunks: a dag-pb root CID
 const ARTICLE = "# Hello, paid world\n\nThis article costs fifteen cents.\n";
-const IMAGE = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, ...Array.from({ length: 2000 }, (_, i) => i & 0xff)]);
+const IMAGE = new Uint8Array([
+  0x89,
+  0x50,
+  0x4e,
+  0x47,
+  0x0d,
+  0x0a,
+  0x1a,
+  0x0a,
+  ...Array.from({ length: 2000 }, (_, i) => i & 0xff),
+]);
 
-const FILES: Record<string, Uint8Array> = { "article.md": new TextEncoder().encode(ARTICLE), "image.png": IMAGE, "clip.mp4": VIDEO };
+const FILES: Record<string, Uint8Array> = {
+  "article.md": new TextEncoder().encode(ARTICLE),
+  "image.png": IMAGE,
+  "clip.mp4": VIDEO,
+};
 
 let stack: TestStack;
 beforeAll(async () => {
@@ -33,12 +47,18 @@ afterAll(async () => {
 const url = (name: string) => `${stack.url}/x402/cid/${stack.cids[name]}`;
 
 function ledgerRows(payer: string) {
-  return stack.db.sqlite.query<{ state: string; cid: string; tx_hash: string; amount: string }, [string]>(
-    "SELECT state, cid, tx_hash, amount FROM payments WHERE payer = ?",
-  ).all(payer);
+  return stack.db.sqlite
+    .query<{ state: string; cid: string; tx_hash: string; amount: string }, [string]>(
+      "SELECT state, cid, tx_hash, amount FROM payments WHERE payer = ?",
+    )
+    .all(payer);
 }
 
-async function expectPaid(payer: `0x${string}`, file: string, pay: () => Promise<{ bytes: Uint8Array; receipt: { success: boolean; transaction: string; payer?: string } }>) {
+async function expectPaid(
+  payer: `0x${string}`,
+  file: string,
+  pay: () => Promise<{ bytes: Uint8Array; receipt: { success: boolean; transaction: string; payer?: string } }>,
+) {
   const seller = stack.devnet.seller.address;
   const [sellerBefore, buyerBefore] = await Promise.all([stack.balanceOf(seller), stack.balanceOf(payer)]);
   const { bytes, receipt } = await pay();
@@ -47,7 +67,9 @@ async function expectPaid(payer: `0x${string}`, file: string, pay: () => Promise
   expect(receipt.transaction).toMatch(/^0x[0-9a-f]{64}$/);
   expect(await stack.balanceOf(seller)).toBe(sellerBefore + PRICE);
   expect(await stack.balanceOf(payer)).toBe(buyerBefore - PRICE);
-  expect(ledgerRows(payer)).toEqual([{ state: "settled", cid: stack.cids[file], tx_hash: receipt.transaction, amount: PRICE.toString() }]);
+  expect(ledgerRows(payer)).toEqual([
+    { state: "settled", cid: stack.cids[file], tx_hash: receipt.transaction, amount: PRICE.toString() },
+  ]);
 }
 
 describe("real x402 clients pay on the local chain", () => {
@@ -60,7 +82,10 @@ describe("real x402 clients pay on the local chain", () => {
       const res = await pay(url("image.png"));
       expect(res.status).toBe(200);
       expect(res.headers.get("content-type")).toBe("image/png");
-      return { bytes: new Uint8Array(await res.arrayBuffer()), receipt: decodeXPaymentResponse(res.headers.get("x-payment-response")!) };
+      return {
+        bytes: new Uint8Array(await res.arrayBuffer()),
+        receipt: decodeXPaymentResponse(res.headers.get("x-payment-response")!),
+      };
     });
   });
 
@@ -72,7 +97,10 @@ describe("real x402 clients pay on the local chain", () => {
       const res = await client.get(url("article.md"));
       expect(res.status).toBe(200);
       expect(res.headers["content-type"]).toContain("text/markdown");
-      return { bytes: new TextEncoder().encode(res.data), receipt: decodeXPaymentResponse(res.headers["x-payment-response"]) };
+      return {
+        bytes: new TextEncoder().encode(res.data),
+        receipt: decodeXPaymentResponse(res.headers["x-payment-response"]),
+      };
     });
   });
 
@@ -87,7 +115,10 @@ describe("real x402 clients pay on the local chain", () => {
       expect(res.status).toBe(200);
       expect(res.headers.get("content-type")).toBe("video/mp4");
       expect(res.headers.get("x-payment-response")).toBeNull();
-      return { bytes: new Uint8Array(await res.arrayBuffer()), receipt: decodePaymentResponseHeader(res.headers.get("payment-response")!) };
+      return {
+        bytes: new Uint8Array(await res.arrayBuffer()),
+        receipt: decodePaymentResponseHeader(res.headers.get("payment-response")!),
+      };
     });
     expect(stack.cids["clip.mp4"]).toStartWith("bafybei");
   });
@@ -95,33 +126,55 @@ describe("real x402 clients pay on the local chain", () => {
   test("the creator sees every payment and the revenue in GET /v3/x402/payments", async () => {
     // this test's own payments, by a buyer no other test uses
     const payer = stack.devnet.buyers[3].address;
-    const pay = wrapFetchWithPayment(fetch, (await createSigner("base-sepolia", stack.devnet.buyers[3].privateKey)) as never, PRICE);
+    const pay = wrapFetchWithPayment(
+      fetch,
+      (await createSigner("base-sepolia", stack.devnet.buyers[3].privateKey)) as never,
+      PRICE,
+    );
     const paid: { cid: string; transaction: string }[] = [];
     for (const file of ["article.md", "image.png"]) {
       const res = await pay(url(file));
       expect(res.status).toBe(200);
-      paid.push({ cid: stack.cids[file], transaction: decodeXPaymentResponse(res.headers.get("x-payment-response")!).transaction });
+      paid.push({
+        cid: stack.cids[file],
+        transaction: decodeXPaymentResponse(res.headers.get("x-payment-response")!).transaction,
+      });
     }
 
     const { createToken } = await import("../../src/http/auth");
     const { STACK_JWT_SECRET } = await import("./stack");
     const token = await createToken(STACK_JWT_SECRET, { scopes: ["read"], ttlSeconds: 60 });
     const list = async (query: string) => {
-      const res = await fetch(`${stack.url}/v3/x402/payments?${query}`, { headers: { Authorization: `Bearer ${token}` } });
+      const res = await fetch(`${stack.url}/v3/x402/payments?${query}`, {
+        headers: { Authorization: `Bearer ${token}` },
+      });
       expect(res.status).toBe(200);
       return ((await res.json()) as any).data;
     };
     const mine = await list(`state=settled&payer=${payer}`);
-    expect(mine.payments.map((p: any) => ({ cid: p.cid, transaction: p.transaction })).sort((a: any, b: any) => a.cid.localeCompare(b.cid))).toEqual(
-      [...paid].sort((a, b) => a.cid.localeCompare(b.cid)),
-    );
-    for (const p of mine.payments) expect(p).toMatchObject({ state: "settled", payer, amount: PRICE.toString(), network: "base-sepolia", asset: stack.devnet.token });
-    expect(mine.totals).toEqual([{ network: "base-sepolia", asset: stack.devnet.token, amount: (2n * PRICE).toString(), count: 2 }]);
+    expect(
+      mine.payments
+        .map((p: any) => ({ cid: p.cid, transaction: p.transaction }))
+        .sort((a: any, b: any) => a.cid.localeCompare(b.cid)),
+    ).toEqual([...paid].sort((a, b) => a.cid.localeCompare(b.cid)));
+    for (const p of mine.payments)
+      expect(p).toMatchObject({
+        state: "settled",
+        payer,
+        amount: PRICE.toString(),
+        network: "base-sepolia",
+        asset: stack.devnet.token,
+      });
+    expect(mine.totals).toEqual([
+      { network: "base-sepolia", asset: stack.devnet.token, amount: (2n * PRICE).toString(), count: 2 },
+    ]);
 
     // unfiltered: every settled payment is listed, and the revenue is their sum (whatever else was paid before)
     const all = await list("state=settled&limit=1000");
     expect(all.payments.map((p: any) => p.transaction)).toEqual(expect.arrayContaining(paid.map((p) => p.transaction)));
     const count = all.payments.length;
-    expect(all.totals).toEqual([{ network: "base-sepolia", asset: stack.devnet.token, amount: (BigInt(count) * PRICE).toString(), count }]);
+    expect(all.totals).toEqual([
+      { network: "base-sepolia", asset: stack.devnet.token, amount: (BigInt(count) * PRICE).toString(), count },
+    ]);
   });
 });

@@ -8,7 +8,11 @@ test("npm run demo pays for a file on the local chain and prints the transaction
     stdout: "pipe",
     stderr: "pipe",
   });
-  const [out, err, code] = await Promise.all([new Response(demo.stdout).text(), new Response(demo.stderr).text(), demo.exited]);
+  const [out, err, code] = await Promise.all([
+    new Response(demo.stdout).text(),
+    new Response(demo.stderr).text(),
+    demo.exited,
+  ]);
   expect(err).not.toContain("demo failed");
   expect(code).toBe(0);
   expect(out).toContain("402 Payment Required: 0.01 USDC");

@@ -27,7 +27,13 @@ describe("pinata SDK x402 client", () => {
       name: "Premium",
       description: "Access to premium files",
       payment_requirements: [
-        { network: "base-sepolia", asset: BASE_SEPOLIA_USDC, pay_to: PAY_TO.toLowerCase(), amount: "10000", description: "Access fee" },
+        {
+          network: "base-sepolia",
+          asset: BASE_SEPOLIA_USDC,
+          pay_to: PAY_TO.toLowerCase(),
+          amount: "10000",
+          description: "Access fee",
+        },
       ],
     });
     const pi = created.data;
@@ -61,7 +67,12 @@ describe("pinata SDK x402 client", () => {
     expect(byId.data.payment_instructions).toHaveLength(1);
 
     const updated = await pinata.x402.updatePaymentInstruction(pi.id, { name: "Premium v2" });
-    expect(updated.data).toMatchObject({ id: pi.id, name: "Premium v2", version: 2, description: "Access to premium files" });
+    expect(updated.data).toMatchObject({
+      id: pi.id,
+      name: "Premium v2",
+      version: 2,
+      description: "Access to premium files",
+    });
 
     const added = await pinata.x402.addCid(pi.id, CID_V1);
     expect(added.data.payment_instruction_id).toBe(pi.id);
@@ -86,14 +97,18 @@ describe("pinata SDK x402 client", () => {
   });
 
   test("the SDK sees our errors: 409 for a CID of another instruction, 403 for a read token writing", async () => {
-    const a = (await pinata.x402.createPaymentInstruction({
-      name: "A",
-      payment_requirements: [{ network: "base-sepolia", asset: BASE_SEPOLIA_USDC, pay_to: PAY_TO, amount: "5" }],
-    })).data;
-    const b = (await pinata.x402.createPaymentInstruction({
-      name: "B",
-      payment_requirements: [{ network: "base-sepolia", asset: BASE_SEPOLIA_USDC, pay_to: PAY_TO, amount: "6" }],
-    })).data;
+    const a = (
+      await pinata.x402.createPaymentInstruction({
+        name: "A",
+        payment_requirements: [{ network: "base-sepolia", asset: BASE_SEPOLIA_USDC, pay_to: PAY_TO, amount: "5" }],
+      })
+    ).data;
+    const b = (
+      await pinata.x402.createPaymentInstruction({
+        name: "B",
+        payment_requirements: [{ network: "base-sepolia", asset: BASE_SEPOLIA_USDC, pay_to: PAY_TO, amount: "6" }],
+      })
+    ).data;
     await pinata.x402.addCid(a.id, CID_V1);
     await expect(pinata.x402.addCid(b.id, CID_V1)).rejects.toThrow(/409|conflict/);
     await expect(readOnly.x402.deletePaymentInstruction(b.id)).rejects.toThrow(/Authentication failed.*forbidden/);

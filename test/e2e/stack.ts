@@ -48,7 +48,11 @@ export async function createTestStack(options: StackOptions) {
       FACILITATOR_TIMEOUT_MS: "20000",
       ...options.env,
     });
-    const real = createLocalFacilitator({ rpcUrl: devnet.rpcUrl, relayerPrivateKey: devnet.relayer.privateKey, settings });
+    const real = createLocalFacilitator({
+      rpcUrl: devnet.rpcUrl,
+      relayerPrivateKey: devnet.relayer.privateKey,
+      settings,
+    });
     const facilitator = options.wrapFacilitator ? options.wrapFacilitator(real) : real;
     const db = openDb(":memory:");
 
@@ -59,7 +63,14 @@ export async function createTestStack(options: StackOptions) {
     const instruction = stores.instructions.create({
       name: "Access fee",
       description: "Access fee",
-      requirements: [{ network: "base-sepolia", asset: devnet.token, pay_to: devnet.seller.address, amount: options.amount ?? "10000" }],
+      requirements: [
+        {
+          network: "base-sepolia",
+          asset: devnet.token,
+          pay_to: devnet.seller.address,
+          amount: options.amount ?? "10000",
+        },
+      ],
     });
     const cids: Record<string, string> = {};
     for (const name of Object.keys(options.files)) {
@@ -70,7 +81,15 @@ export async function createTestStack(options: StackOptions) {
     }
 
     // The production server (src/server.ts): Bun's router for the gateway, the request log, the limits.
-    const running = await startServer({ settings, db, stores, log: createLogger("silent"), jwtSecret: STACK_JWT_SECRET, facilitator, pricing: false });
+    const running = await startServer({
+      settings,
+      db,
+      stores,
+      log: createLogger("silent"),
+      jwtSecret: STACK_JWT_SECRET,
+      facilitator,
+      pricing: false,
+    });
     const { url, app } = running;
 
     const chain = localPublicClient(devnet.rpcUrl);

@@ -55,7 +55,11 @@ test("`cidgate devnet` writes its JSON, `cidgate facilitator --devnet` serves on
   expect(d.relayer.privateKey).toMatch(/^0x[0-9a-f]{64}$/);
   expect(d.seller.address).toMatch(/^0x[0-9a-fA-F]{40}$/);
 
-  const facilitator = cidgate(["facilitator", "--devnet", out], { FACILITATOR_PORT: "0", RPC_URL: "", RELAYER_PRIVATE_KEY: "" });
+  const facilitator = cidgate(["facilitator", "--devnet", out], {
+    FACILITATOR_PORT: "0",
+    RPC_URL: "",
+    RELAYER_PRIVATE_KEY: "",
+  });
   const [, url] = await readUntil(facilitator, /listening on (http:\/\/[\d.:]+)/);
   const supported = (await (await fetch(`${url}/supported`)).json()) as any;
   expect(supported.kinds).toContainEqual({ x402Version: 2, scheme: "exact", network: "eip155:84532" });

@@ -16,7 +16,17 @@ export interface PaymentOptions {
   payTo?: Address;
   amount?: bigint;
   /** What the buyer signs (defaults follow the requirement). */
-  sign?: Partial<{ to: Address; value: bigint; validAfter: bigint; validBefore: bigint; nonce: Hex; name: string; version: string; chainId: number; verifyingContract: Address }>;
+  sign?: Partial<{
+    to: Address;
+    value: bigint;
+    validAfter: bigint;
+    validBefore: bigint;
+    nonce: Hex;
+    name: string;
+    version: string;
+    chainId: number;
+    verifyingContract: Address;
+  }>;
   /** Replaces fields of the authorization after signing (tampering). */
   tamper?: Partial<Record<"from" | "to" | "value" | "validAfter" | "validBefore" | "nonce", string>>;
   requirement?: Partial<{ network: string; asset: Address; payTo: Address; name: string; version: string }>;
@@ -80,11 +90,24 @@ export async function payment(devnet: Devnet, o: PaymentOptions = {}): Promise<F
     };
     return {
       x402Version: 1,
-      paymentPayload: { x402Version: 1, scheme: "exact", network: o.payloadNetwork ?? network, payload: { signature, authorization } },
+      paymentPayload: {
+        x402Version: 1,
+        scheme: "exact",
+        network: o.payloadNetwork ?? network,
+        payload: { signature, authorization },
+      },
       paymentRequirements: requirements,
     };
   }
-  const requirements = { scheme: "exact", network, amount: amount.toString(), asset, payTo, maxTimeoutSeconds: 60, extra };
+  const requirements = {
+    scheme: "exact",
+    network,
+    amount: amount.toString(),
+    asset,
+    payTo,
+    maxTimeoutSeconds: 60,
+    extra,
+  };
   return {
     x402Version: 2,
     paymentPayload: {
@@ -99,7 +122,8 @@ export async function payment(devnet: Devnet, o: PaymentOptions = {}): Promise<F
 
 export function balances(devnet: Devnet) {
   const client = createPublicClient({ transport: http(devnet.rpcUrl) });
-  return (address: Address) => client.readContract({ address: devnet.token, abi: erc20Abi, functionName: "balanceOf", args: [address] });
+  return (address: Address) =>
+    client.readContract({ address: devnet.token, abi: erc20Abi, functionName: "balanceOf", args: [address] });
 }
 
 export function txCount(devnet: Devnet, address: Address) {
@@ -130,7 +154,10 @@ export function rpcProxy(target: string) {
       }
       if (state.down) return new Response("rpc down (injected fault)", { status: 503 });
       const res = await fetch(target, { method: "POST", headers: { "content-type": "application/json" }, body });
-      return new Response(await res.arrayBuffer(), { status: res.status, headers: { "content-type": res.headers.get("content-type") ?? "application/json" } });
+      return new Response(await res.arrayBuffer(), {
+        status: res.status,
+        headers: { "content-type": res.headers.get("content-type") ?? "application/json" },
+      });
     },
   });
   return {

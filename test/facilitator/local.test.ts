@@ -1,13 +1,13 @@
-import type { ExactEvmPayload } from "../../src/x402/models";
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { ExactEvmScheme as ExactEvmClient } from "@x402/evm/exact/client";
+import { ExactEvmSchemeV1 as ExactEvmClientV1 } from "@x402/evm/exact/v1/client";
 import { createPublicClient, createWalletClient, getAddress, type Hex, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
-import { ExactEvmSchemeV1 as ExactEvmClientV1 } from "@x402/evm/exact/v1/client";
-import { ExactEvmScheme as ExactEvmClient } from "@x402/evm/exact/client";
 import walletArtifact from "../../dev/artifacts/TestSmartWallet.json";
 import { type Devnet, devnetChain, startDevnet } from "../../src/chain/devnet";
 import { createLocalFacilitator, type LocalFacilitator } from "../../src/facilitator/local";
 import { FacilitatorUnavailableError } from "../../src/facilitator/types";
+import type { ExactEvmPayload } from "../../src/x402/models";
 import { balances, payment, rpcProxy, txCount } from "./helpers";
 
 let devnet: Devnet;
@@ -31,7 +31,10 @@ afterAll(() => devnet?.stop());
 describe("valid payments settle and balances move", () => {
   test("v1 (signed by x402's own v1 client)", async () => {
     const balanceOf = balances(devnet);
-    const [buyerBefore, sellerBefore] = [await balanceOf(devnet.buyers[0].address), await balanceOf(devnet.seller.address)];
+    const [buyerBefore, sellerBefore] = [
+      await balanceOf(devnet.buyers[0].address),
+      await balanceOf(devnet.seller.address),
+    ];
     const req = await payment(devnet, { version: 1 });
     // Re-sign with the official client so the payload is exactly what x402 clients send.
     const client = new ExactEvmClientV1(privateKeyToAccount(devnet.buyers[0].privateKey));
@@ -41,7 +44,9 @@ describe("valid payments settle and balances move", () => {
     const settled = await facilitator.settle(req);
     expect(settled).toMatchObject({ success: true, network: "base-sepolia", payer: devnet.buyers[0].address });
     expect(settled.transaction).toMatch(/^0x[0-9a-f]{64}$/);
-    const receipt = await createPublicClient({ transport: http(devnet.rpcUrl) }).getTransactionReceipt({ hash: settled.transaction as Hex });
+    const receipt = await createPublicClient({ transport: http(devnet.rpcUrl) }).getTransactionReceipt({
+      hash: settled.transaction as Hex,
+    });
     expect(receipt.status).toBe("success");
     expect(receipt.from.toLowerCase()).toBe(devnet.relayer.address.toLowerCase());
     expect(await balanceOf(devnet.buyers[0].address)).toBe(buyerBefore - 10_000n);
@@ -66,15 +71,29 @@ describe("valid payments settle and balances move", () => {
     const over1 = await payment(devnet, { version: 1, sign: { value: 20_000n } });
     expect(await facilitator.verify(over1)).toMatchObject({ isValid: true });
     const under1 = await payment(devnet, { version: 1, sign: { value: 9_999n } });
-    expect(await facilitator.verify(under1)).toMatchObject({ isValid: false, invalidReason: "invalid_exact_evm_authorization_value" });
+    expect(await facilitator.verify(under1)).toMatchObject({
+      isValid: false,
+      invalidReason: "invalid_exact_evm_authorization_value",
+    });
     const over2 = await payment(devnet, { version: 2, sign: { value: 20_000n } });
-    expect(await facilitator.verify(over2)).toMatchObject({ isValid: false, invalidReason: "invalid_exact_evm_payload_authorization_value_mismatch" });
+    expect(await facilitator.verify(over2)).toMatchObject({
+      isValid: false,
+      invalidReason: "invalid_exact_evm_payload_authorization_value_mismatch",
+    });
   });
 
   test("a smart wallet (ERC-1271, bytes signature) pays", async () => {
     const owner = privateKeyToAccount(devnet.buyers[2].privateKey);
-    const deployer = createWalletClient({ account: privateKeyToAccount(devnet.deployer.privateKey), transport: http(devnet.rpcUrl), chain: devnetChain(devnet.rpcUrl) });
-    const hash = await deployer.deployContract({ abi: walletArtifact.abi, bytecode: walletArtifact.bytecode as Hex, args: [owner.address] });
+    const deployer = createWalletClient({
+      account: privateKeyToAccount(devnet.deployer.privateKey),
+      transport: http(devnet.rpcUrl),
+      chain: devnetChain(devnet.rpcUrl),
+    });
+    const hash = await deployer.deployContract({
+      abi: walletArtifact.abi,
+      bytecode: walletArtifact.bytecode as Hex,
+      args: [owner.address],
+    });
     const pub = createPublicClient({ transport: http(devnet.rpcUrl), pollingInterval: 5 });
     const wallet = (await pub.waitForTransactionReceipt({ hash })).contractAddress!;
     await devnet.mint(wallet, 50_000n);
@@ -108,7 +127,10 @@ describe("refused at verify, nothing sent on chain", () => {
 
   test("network mismatch between payload and requirement", async () => {
     await refused(await payment(devnet, { version: 1, payloadNetwork: "base" }), "invalid_exact_evm_network_mismatch");
-    await refused(await payment(devnet, { version: 2, payloadNetwork: "eip155:8453" }), "invalid_exact_evm_network_mismatch");
+    await refused(
+      await payment(devnet, { version: 2, payloadNetwork: "eip155:8453" }),
+      "invalid_exact_evm_network_mismatch",
+    );
   });
 
   test("the RPC's chain id is not the requirement network's", async () => {
@@ -124,12 +146,18 @@ describe("refused at verify, nothing sent on chain", () => {
 
   test("expired authorization", async () => {
     const now = BigInt(Math.floor(Date.now() / 1000));
-    await refused(await payment(devnet, { sign: { validBefore: now - 5n } }), "invalid_exact_evm_payload_authorization_valid_before");
+    await refused(
+      await payment(devnet, { sign: { validBefore: now - 5n } }),
+      "invalid_exact_evm_payload_authorization_valid_before",
+    );
   });
 
   test("authorization not yet valid", async () => {
     const now = BigInt(Math.floor(Date.now() / 1000));
-    await refused(await payment(devnet, { sign: { validAfter: now + 3600n, validBefore: now + 7200n } }), "invalid_exact_evm_payload_authorization_valid_after");
+    await refused(
+      await payment(devnet, { sign: { validAfter: now + 3600n, validBefore: now + 7200n } }),
+      "invalid_exact_evm_payload_authorization_valid_after",
+    );
   });
 
   test("insufficient balance", async () => {
@@ -137,16 +165,25 @@ describe("refused at verify, nothing sent on chain", () => {
   });
 
   test("wrong recipient (signed to someone else than payTo)", async () => {
-    await refused(await payment(devnet, { sign: { to: devnet.relayer.address } }), "invalid_exact_evm_recipient_mismatch");
+    await refused(
+      await payment(devnet, { sign: { to: devnet.relayer.address } }),
+      "invalid_exact_evm_recipient_mismatch",
+    );
   });
 
   test("tampered value (signed 10000, claims 20000)", async () => {
     await refused(await payment(devnet, { tamper: { value: "20000" } }), "invalid_exact_evm_signature");
-    await refused(await payment(devnet, { version: 2, amount: 20_000n, sign: { value: 10_000n }, tamper: { value: "20000" } }), "invalid_exact_evm_signature");
+    await refused(
+      await payment(devnet, { version: 2, amount: 20_000n, sign: { value: 10_000n }, tamper: { value: "20000" } }),
+      "invalid_exact_evm_signature",
+    );
   });
 
   test("wrong EIP-712 name (USD Coin is mainnet's name, not this token's)", async () => {
-    await refused(await payment(devnet, { requirement: { name: "USD Coin" } }), "invalid_exact_evm_token_name_mismatch");
+    await refused(
+      await payment(devnet, { requirement: { name: "USD Coin" } }),
+      "invalid_exact_evm_token_name_mismatch",
+    );
   });
 
   test("an asset address with no code", async () => {
@@ -167,7 +204,11 @@ describe("refused at verify, nothing sent on chain", () => {
       expect(rpc.state.calls.length).toBeGreaterThan(0);
       rpc.state.calls.length = 0;
       expect(await observed.verify(req)).toMatchObject({ isValid: false, invalidReason: "invalid_payload" });
-      expect(await observed.settle(req)).toMatchObject({ success: false, errorReason: "invalid_payload", transaction: "" });
+      expect(await observed.settle(req)).toMatchObject({
+        success: false,
+        errorReason: "invalid_payload",
+        transaction: "",
+      });
       expect(rpc.state.calls).toEqual([]);
     } finally {
       rpc.stop();
@@ -181,7 +222,11 @@ describe("settlement under load and faults", () => {
     const f = make();
     const balanceOf = balances(devnet);
     const sellerBefore = await balanceOf(devnet.seller.address);
-    const reqs = await Promise.all(Array.from({ length: 20 }, (_, i) => payment(devnet, { buyerKey: devnet.buyers[i % 3].privateKey, version: i % 2 ? 2 : 1 })));
+    const reqs = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        payment(devnet, { buyerKey: devnet.buyers[i % 3].privateKey, version: i % 2 ? 2 : 1 }),
+      ),
+    );
     const results = await Promise.all(reqs.map((r) => f.settle(r)));
     expect(results.filter((r) => r.success)).toHaveLength(20);
     expect(new Set(results.map((r) => r.transaction)).size).toBe(20);

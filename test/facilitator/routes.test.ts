@@ -61,7 +61,9 @@ describe("with @x402/core's HTTPFacilitatorClient (v2 client)", () => {
     expect(supported.signers["eip155:*"]).toEqual([devnet.relayer.address]);
 
     const req = await payment(devnet, { version: 2, buyerKey: devnet.buyers[1].privateKey });
-    expect(await client.verify(req.paymentPayload as any, req.paymentRequirements as any)).toMatchObject({ isValid: true });
+    expect(await client.verify(req.paymentPayload as any, req.paymentRequirements as any)).toMatchObject({
+      isValid: true,
+    });
     const s = await client.settle(req.paymentPayload as any, req.paymentRequirements as any);
     expect(s).toMatchObject({ success: true, network: "eip155:84532", payer: devnet.buyers[1].address });
     expect(s.transaction).toMatch(/^0x[0-9a-f]{64}$/);
@@ -69,7 +71,12 @@ describe("with @x402/core's HTTPFacilitatorClient (v2 client)", () => {
 
   test("an invalid payment is an answer (HTTP 200), not an error", async () => {
     const client = new HTTPFacilitatorClient({ url, timeoutMs: 10_000 });
-    const req = await payment(devnet, { version: 2, amount: 999_999n, sign: { value: 10_000n }, tamper: { value: "999999" } });
+    const req = await payment(devnet, {
+      version: 2,
+      amount: 999_999n,
+      sign: { value: 10_000n },
+      tamper: { value: "999999" },
+    });
     expect(await client.verify(req.paymentPayload as any, req.paymentRequirements as any)).toMatchObject({
       isValid: false,
       invalidReason: "invalid_exact_evm_signature",
@@ -97,16 +104,28 @@ describe("the chain is down", () => {
       const before = await txCount(devnet, devnet.relayer.address);
       rpc.state.down = true;
       for (const path of ["/verify", "/settle"]) {
-        const res = await fetch(`${base}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(req) });
+        const res = await fetch(`${base}${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(req),
+        });
         const json = (await res.json()) as any;
-        expect({ path, status: res.status, code: json.error?.code }).toEqual({ path, status: 503, code: "chain_unavailable" });
+        expect({ path, status: res.status, code: json.error?.code }).toEqual({
+          path,
+          status: 503,
+          code: "chain_unavailable",
+        });
         expect(json).not.toHaveProperty("isValid");
         expect(json).not.toHaveProperty("success");
       }
       expect(rpc.state.calls.length).toBeGreaterThan(0); // the RPC was tried, and failed
       expect(await txCount(devnet, devnet.relayer.address)).toBe(before);
       rpc.state.down = false;
-      const res = await fetch(`${base}/verify`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(req) });
+      const res = await fetch(`${base}/verify`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(req),
+      });
       expect(res.status).toBe(200);
       expect(await res.json()).toMatchObject({ isValid: true });
     } finally {
@@ -154,7 +173,10 @@ describe("malformed requests: 400 with a reason, nothing on chain", () => {
     expect(r.status).toBe(400);
     expect(r.json.error.message).toContain("paymentPayload.payload.signature");
 
-    r = await post("/verify", JSON.stringify({ ...req, x402Version: 7, paymentPayload: { ...(req.paymentPayload as any), x402Version: 7 } }));
+    r = await post(
+      "/verify",
+      JSON.stringify({ ...req, x402Version: 7, paymentPayload: { ...(req.paymentPayload as any), x402Version: 7 } }),
+    );
     expect(r.status).toBe(400);
     expect(r.json.error.message).toContain("x402Version");
 
@@ -164,7 +186,10 @@ describe("malformed requests: 400 with a reason, nothing on chain", () => {
   test("the reference client surfaces a 400 as its typed error", async () => {
     const client = new HTTPFacilitatorClient({ url, timeoutMs: 10_000 });
     const req = await payment(devnet, { version: 2 });
-    const broken = { ...(req.paymentPayload as any), payload: { authorization: (req.paymentPayload as any).payload.authorization } };
+    const broken = {
+      ...(req.paymentPayload as any),
+      payload: { authorization: (req.paymentPayload as any).payload.authorization },
+    };
     const error = await client.verify(broken, req.paymentRequirements as any).then(
       () => null,
       (e: unknown) => e,
@@ -177,14 +202,20 @@ describe("malformed requests: 400 with a reason, nothing on chain", () => {
 
 describe("createFacilitator(settings)", () => {
   test("FACILITATOR_URL=local settles in-process on RPC_URL with RELAYER_PRIVATE_KEY", async () => {
-    const settings = loadSettings({ FACILITATOR_URL: "local", RPC_URL: devnet.rpcUrl, RELAYER_PRIVATE_KEY: devnet.relayer.privateKey });
+    const settings = loadSettings({
+      FACILITATOR_URL: "local",
+      RPC_URL: devnet.rpcUrl,
+      RELAYER_PRIVATE_KEY: devnet.relayer.privateKey,
+    });
     const f = createFacilitator(settings);
     const req = await payment(devnet, { version: 1 });
     expect(await f.settle(req)).toMatchObject({ success: true, network: "base-sepolia" });
   });
 
   test("FACILITATOR_URL=local without RPC_URL or key is a settings error naming the variable", () => {
-    expect(() => loadSettings({ FACILITATOR_URL: "local", RELAYER_PRIVATE_KEY: devnet.relayer.privateKey })).toThrow(/RPC_URL/);
+    expect(() => loadSettings({ FACILITATOR_URL: "local", RELAYER_PRIVATE_KEY: devnet.relayer.privateKey })).toThrow(
+      /RPC_URL/,
+    );
     expect(() => loadSettings({ FACILITATOR_URL: "local", RPC_URL: devnet.rpcUrl })).toThrow(/RELAYER_PRIVATE_KEY/);
   });
 

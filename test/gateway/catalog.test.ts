@@ -27,7 +27,11 @@ let cid: string;
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), "cidgate-catalog-"));
-  settings = loadSettings({ CIDGATE_DB: join(dir, "db.sqlite"), PUBLIC_URL: "https://gw.example.com", CIDGATE_CONTENT_DIR: join(dir, "content") });
+  settings = loadSettings({
+    CIDGATE_DB: join(dir, "db.sqlite"),
+    PUBLIC_URL: "https://gw.example.com",
+    CIDGATE_CONTENT_DIR: join(dir, "content"),
+  });
   db = openDb(settings.db);
   stores = createStores(db, settings);
   other = openDb(settings.db); // stands for a CLI writing the same file
@@ -74,7 +78,9 @@ test("a pricing reload and a content re-index are seen on the next lookup", asyn
   // A file-declared instruction cannot take an API instruction's CID: price another file instead.
   writeFileSync(join(settings.contentDir, "b.txt"), "more paid words\n");
   await stores.content.index();
-  const bCid = db.sqlite.query<{ cid: string }, [string]>("SELECT cid FROM content_files WHERE path = ?").get("b.txt")!.cid;
+  const bCid = db.sqlite
+    .query<{ cid: string }, [string]>("SELECT cid FROM content_files WHERE path = ?")
+    .get("b.txt")!.cid;
   expect(catalog.lookup(bCid)).toBeUndefined();
   const result = reconcile(stores.instructions, [
     {
@@ -124,7 +130,9 @@ test("a commit by another connection is seen without any write in this process",
   const catalog = createCatalog(db, stores, settings);
   expect(priceOf(catalog)).toBe(250n);
   // Raw SQL on the other connection: this process's generation does not move.
-  other.sqlite.run("UPDATE payment_instructions SET requirements = ?, version = version + 1", [JSON.stringify([requirement("999")])]);
+  other.sqlite.run("UPDATE payment_instructions SET requirements = ?, version = version + 1", [
+    JSON.stringify([requirement("999")]),
+  ]);
   // waits (polling, up to 10 s) for the change to show; how fast is not asserted here
   const until = Date.now() + 10_000;
   while (priceOf(catalog) !== 999n && Date.now() < until) await Bun.sleep(20);

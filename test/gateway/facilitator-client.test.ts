@@ -1,14 +1,18 @@
-import type { FacilitatorRequest } from "../../src/facilitator/types";
 import { afterAll, describe, expect, test } from "bun:test";
 import { generateKeyPairSync, verify } from "node:crypto";
 import { createHttpFacilitator } from "../../src/facilitator/client";
 import { createFacilitator } from "../../src/facilitator/create";
+import type { FacilitatorRequest } from "../../src/facilitator/types";
 import { FacilitatorUnavailableError } from "../../src/facilitator/types";
 import { loadSettings } from "../../src/settings";
 import { deadUrl, type Fault, faultyFacilitatorServer } from "./fixtures";
 
 // Not a valid payment: the client forwards whatever it is given, and these tests look only at the transport.
-const request = { x402Version: 1 as const, paymentPayload: { a: 1 }, paymentRequirements: { b: 2 } } as unknown as FacilitatorRequest;
+const request = {
+  x402Version: 1 as const,
+  paymentPayload: { a: 1 },
+  paymentRequirements: { b: 2 },
+} as unknown as FacilitatorRequest;
 const servers: { stop(): unknown }[] = [];
 afterAll(() => {
   for (const s of servers) s.stop();
@@ -37,7 +41,12 @@ describe("createHttpFacilitator", () => {
       seen = await req.json();
       return new URL(req.url).pathname === "/fac/verify"
         ? Response.json({ isValid: false, invalidReason: "insufficient_funds", payer: "0xabc" })
-        : Response.json({ success: false, errorReason: "invalid_transaction_state", transaction: "", network: "base-sepolia" });
+        : Response.json({
+            success: false,
+            errorReason: "invalid_transaction_state",
+            transaction: "",
+            network: "base-sepolia",
+          });
     });
     const f = createHttpFacilitator({ url: `${url}/fac/`, timeoutMs: 2000 });
     expect(await f.verify(request)).toEqual({ isValid: false, invalidReason: "insufficient_funds", payer: "0xabc" });
@@ -94,12 +103,22 @@ describe("createHttpFacilitator", () => {
       const path = new URL(req.url).pathname;
       seen.push({ method: req.method, path, auth: req.headers.get("authorization") });
       if (path.endsWith("/verify")) return Response.json({ isValid: false, invalidReason: "insufficient_funds" });
-      if (path.endsWith("/settle")) return Response.json({ success: false, errorReason: "invalid_transaction_state", transaction: "", network: "base-sepolia" });
+      if (path.endsWith("/settle"))
+        return Response.json({
+          success: false,
+          errorReason: "invalid_transaction_state",
+          transaction: "",
+          network: "base-sepolia",
+        });
       return Response.json({ kinds: [] });
     });
     const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "prime256v1" });
     const pem = privateKey.export({ type: "pkcs8", format: "pem" }).toString();
-    const f = createHttpFacilitator({ url: `${url}/platform/v2/x402`, timeoutMs: 5000, cdp: { apiKeyId: "key-id", apiKeySecret: pem } });
+    const f = createHttpFacilitator({
+      url: `${url}/platform/v2/x402`,
+      timeoutMs: 5000,
+      cdp: { apiKeyId: "key-id", apiKeySecret: pem },
+    });
     await f.supported();
     await f.verify(request);
     await f.settle(request);
@@ -117,10 +136,24 @@ describe("createHttpFacilitator", () => {
       const claims = JSON.parse(Buffer.from(c, "base64url").toString());
       expect(header).toMatchObject({ alg: "ES256", kid: "key-id" });
       // the signature is over header.claims, by the key we gave (ES256: raw r||s)
-      const valid = verify("sha256", Buffer.from(`${h}.${c}`), { key: publicKey, dsaEncoding: "ieee-p1363" }, Buffer.from(sig, "base64url"));
+      const valid = verify(
+        "sha256",
+        Buffer.from(`${h}.${c}`),
+        { key: publicKey, dsaEncoding: "ieee-p1363" },
+        Buffer.from(sig, "base64url"),
+      );
       expect({ path, valid }).toEqual({ path, valid: true });
-      const tampered = Buffer.from(JSON.stringify({ ...claims, uris: [`GET ${host}/elsewhere`] })).toString("base64url");
-      expect(verify("sha256", Buffer.from(`${h}.${tampered}`), { key: publicKey, dsaEncoding: "ieee-p1363" }, Buffer.from(sig, "base64url"))).toBe(false);
+      const tampered = Buffer.from(JSON.stringify({ ...claims, uris: [`GET ${host}/elsewhere`] })).toString(
+        "base64url",
+      );
+      expect(
+        verify(
+          "sha256",
+          Buffer.from(`${h}.${tampered}`),
+          { key: publicKey, dsaEncoding: "ieee-p1363" },
+          Buffer.from(sig, "base64url"),
+        ),
+      ).toBe(false);
       expect(claims.sub).toBe("key-id");
       expect(claims.uris ?? [claims.uri]).toEqual([`${method} ${host}${path}`]);
       expect(claims.exp).toBeGreaterThan(now);
@@ -132,7 +165,9 @@ describe("createHttpFacilitator", () => {
   test("a malformed CDP key fails the call without reaching the facilitator", async () => {
     let hits = 0;
     const url = serve(() => (hits++, Response.json({ kinds: [] })));
-    const message = await unavailable(createHttpFacilitator({ url, timeoutMs: 2000, cdp: { apiKeyId: "id", apiKeySecret: "nope" } }).supported());
+    const message = await unavailable(
+      createHttpFacilitator({ url, timeoutMs: 2000, cdp: { apiKeyId: "id", apiKeySecret: "nope" } }).supported(),
+    );
     expect(message).toContain("CDP");
     expect(hits).toBe(0);
   });
@@ -160,14 +195,26 @@ describe("createFacilitator(settings) with CDP credentials", () => {
     const { privateKey, publicKey } = generateKeyPairSync("ec", { namedCurve: "prime256v1" });
     const pem = privateKey.export({ type: "pkcs8", format: "pem" }).toString();
     const base = `${url}/platform/v2/x402`;
-    const f = createFacilitator(loadSettings({ FACILITATOR_URL: base, CDP_API_KEY_ID: "organizations/o/apiKeys/k", CDP_API_KEY_SECRET: pem }));
+    const f = createFacilitator(
+      loadSettings({ FACILITATOR_URL: base, CDP_API_KEY_ID: "organizations/o/apiKeys/k", CDP_API_KEY_SECRET: pem }),
+    );
     await f.supported();
     await f.verify(request);
     expect(seen.map((s) => s.path)).toEqual(["/platform/v2/x402/supported", "/platform/v2/x402/verify"]);
     for (const { auth } of seen) {
       const [h, c, sig] = auth!.replace(/^Bearer /, "").split(".");
-      expect(JSON.parse(Buffer.from(h, "base64url").toString())).toMatchObject({ alg: "ES256", kid: "organizations/o/apiKeys/k" });
-      expect(verify("sha256", Buffer.from(`${h}.${c}`), { key: publicKey, dsaEncoding: "ieee-p1363" }, Buffer.from(sig, "base64url"))).toBe(true);
+      expect(JSON.parse(Buffer.from(h, "base64url").toString())).toMatchObject({
+        alg: "ES256",
+        kid: "organizations/o/apiKeys/k",
+      });
+      expect(
+        verify(
+          "sha256",
+          Buffer.from(`${h}.${c}`),
+          { key: publicKey, dsaEncoding: "ieee-p1363" },
+          Buffer.from(sig, "base64url"),
+        ),
+      ).toBe(true);
     }
 
     seen.length = 0;

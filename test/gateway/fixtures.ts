@@ -54,7 +54,10 @@ export function fixture(env: Record<string, string> = {}): Fixture {
 }
 
 /** Writes files into the content folder and indexes them; answers name -> CID. */
-export async function addContent(f: Fixture, files: Record<string, string | Uint8Array>): Promise<Record<string, string>> {
+export async function addContent(
+  f: Fixture,
+  files: Record<string, string | Uint8Array>,
+): Promise<Record<string, string>> {
   const { mkdirSync } = await import("node:fs");
   mkdirSync(f.settings.contentDir, { recursive: true });
   for (const [name, bytes] of Object.entries(files)) writeFileSync(join(f.settings.contentDir, name), bytes);
@@ -85,7 +88,11 @@ export function price(f: Fixture, cid: string, prices: Price[], name = "Access f
       const network = p.network ?? "base-sepolia";
       return {
         network,
-        asset: getAddress(p.asset ?? (network === "base" ? f.settings.usdcAddressBase : f.settings.usdcAddressBaseSepolia) ?? NETWORKS[network].usdc),
+        asset: getAddress(
+          p.asset ??
+            (network === "base" ? f.settings.usdcAddressBase : f.settings.usdcAddressBaseSepolia) ??
+            NETWORKS[network].usdc,
+        ),
         pay_to: getAddress(p.payTo),
         amount: p.amount,
         ...(p.description ? { description: p.description } : {}),
@@ -97,7 +104,14 @@ export function price(f: Fixture, cid: string, prices: Price[], name = "Access f
 }
 
 export function makeApp(f: Fixture, facilitator: Facilitator) {
-  return createApp({ settings: f.settings, db: f.db, stores: f.stores, log: createLogger("silent"), jwtSecret: JWT_SECRET, facilitator });
+  return createApp({
+    settings: f.settings,
+    db: f.db,
+    stores: f.stores,
+    log: createLogger("silent"),
+    jwtSecret: JWT_SECRET,
+    facilitator,
+  });
 }
 
 export const newAccount = (): PrivateKeyAccount => privateKeyToAccount(generatePrivateKey());
@@ -124,7 +138,9 @@ export interface ProofOptions {
 }
 
 /** A payment header value, signed like the x402 clients sign it. */
-export async function signProof(o: ProofOptions): Promise<{ header: string; nonce: Hex; payload: Record<string, unknown> }> {
+export async function signProof(
+  o: ProofOptions,
+): Promise<{ header: string; nonce: Hex; payload: Record<string, unknown> }> {
   const network = o.network ?? "base-sepolia";
   const facts = NETWORKS[network];
   const now = Math.floor(Date.now() / 1000);
@@ -140,7 +156,12 @@ export async function signProof(o: ProofOptions): Promise<{ header: string; nonc
     o.signature ??
     (await signAuthorization(
       o.account,
-      { name: o.domainName ?? facts.eip712.name, version: "2", chainId: o.chainId ?? facts.chainId, verifyingContract: getAddress(o.asset) },
+      {
+        name: o.domainName ?? facts.eip712.name,
+        version: "2",
+        chainId: o.chainId ?? facts.chainId,
+        verifyingContract: getAddress(o.asset),
+      },
       {
         ...authorization,
         value: BigInt(authorization.value),
@@ -205,12 +226,29 @@ export function faultyFacilitatorServer(fault: Fault, opts: { slowMs?: number } 
           return new Response("<html>not json</html>", { status: 200 });
         case "redirectLoop":
           // a -> b -> a: a loop, not a chain that ends.
-          return new Response(null, { status: 307, headers: { Location: path.includes("/b/") ? path.replace("/b/", "/a/") : path.replace(/\/(a\/)?(verify|settle|supported)$/, "/b/$2") } });
+          return new Response(null, {
+            status: 307,
+            headers: {
+              Location: path.includes("/b/")
+                ? path.replace("/b/", "/a/")
+                : path.replace(/\/(a\/)?(verify|settle|supported)$/, "/b/$2"),
+            },
+          });
         case "verifyRefuses":
-          return Response.json({ isValid: false, invalidReason: "insufficient_funds", payer: "0x0000000000000000000000000000000000000001" });
+          return Response.json({
+            isValid: false,
+            invalidReason: "insufficient_funds",
+            payer: "0x0000000000000000000000000000000000000001",
+          });
         case "settleFails":
-          if (path.endsWith("/verify")) return Response.json({ isValid: true, payer: "0x0000000000000000000000000000000000000001" });
-          return Response.json({ success: false, errorReason: "invalid_transaction_state", transaction: "", network: "base-sepolia" });
+          if (path.endsWith("/verify"))
+            return Response.json({ isValid: true, payer: "0x0000000000000000000000000000000000000001" });
+          return Response.json({
+            success: false,
+            errorReason: "invalid_transaction_state",
+            transaction: "",
+            network: "base-sepolia",
+          });
       }
     },
   });

@@ -21,7 +21,12 @@ beforeAll(async () => {
   stack = await createTestStack({
     files: { "article.md": ARTICLE, "other.txt": OTHER, "third.txt": "third\n" },
     buyers: 3,
-    wrapFacilitator: (real) => ({ ...real, verify: (r) => (verifyCalls++, real.verify(r)), settle: (r) => (settleCalls++, real.settle(r)), supported: () => real.supported() }),
+    wrapFacilitator: (real) => ({
+      ...real,
+      verify: (r) => (verifyCalls++, real.verify(r)),
+      settle: (r) => (settleCalls++, real.settle(r)),
+      supported: () => real.supported(),
+    }),
   });
 });
 afterAll(async () => {
@@ -31,7 +36,14 @@ afterAll(async () => {
 const url = (name: string) => `${stack.url}/x402/cid/${stack.cids[name]}`;
 const buyer = (i: number) => privateKeyToAccount(stack.devnet.buyers[i].privateKey);
 const proof = (i: number, version: 1 | 2, over: Partial<Parameters<typeof signProof>[0]> = {}) =>
-  signProof({ version, account: buyer(i), asset: stack.devnet.token, payTo: stack.devnet.seller.address, amount: "10000", ...over });
+  signProof({
+    version,
+    account: buyer(i),
+    asset: stack.devnet.token,
+    payTo: stack.devnet.seller.address,
+    amount: "10000",
+    ...over,
+  });
 const headerName = (v: 1 | 2) => (v === 1 ? "X-PAYMENT" : "PAYMENT-SIGNATURE");
 
 describe("paying on the local chain", () => {
@@ -53,7 +65,12 @@ describe("paying on the local chain", () => {
     expect(onChain.status).toBe("success");
     expect(await stack.balanceOf(seller)).toBe(sellerBefore + 10000n);
     expect(await stack.balanceOf(payer)).toBe(buyerBefore - 10000n);
-    const row = stack.stores.payments.find({ network: "base-sepolia", asset: stack.devnet.token, payer, nonce: p.nonce.toLowerCase() })!;
+    const row = stack.stores.payments.find({
+      network: "base-sepolia",
+      asset: stack.devnet.token,
+      payer,
+      nonce: p.nonce.toLowerCase(),
+    })!;
     expect(row).toMatchObject({
       state: "settled",
       txHash: receipt.transaction,
@@ -68,7 +85,9 @@ describe("paying on the local chain", () => {
     const again = await fetch(url("article.md"), { headers: { "X-PAYMENT": p.header } });
     expect(again.status).toBe(200);
     expect(await again.text()).toBe(ARTICLE);
-    expect((decodePaymentResponseHeader(again.headers.get("x-payment-response")!) as any).transaction).toBe(receipt.transaction);
+    expect((decodePaymentResponseHeader(again.headers.get("x-payment-response")!) as any).transaction).toBe(
+      receipt.transaction,
+    );
     expect(await stack.balanceOf(payer)).toBe(buyerBefore - 10000n);
 
     // Resuming a download: Range with the paid proof -> 206, still no charge.
@@ -102,7 +121,11 @@ describe("paying on the local chain", () => {
     expect(res.status).toBe(200);
     expect(await res.text()).toBe(OTHER);
     expect(res.headers.get("x-payment-response")).toBeNull();
-    expect(decodePaymentResponseHeader(res.headers.get("payment-response")!)).toMatchObject({ success: true, network: "eip155:84532", payer: buyer(1).address });
+    expect(decodePaymentResponseHeader(res.headers.get("payment-response")!)).toMatchObject({
+      success: true,
+      network: "eip155:84532",
+      payer: buyer(1).address,
+    });
   });
 
   test("Range on the first paid request answers 206 after settling", async () => {
@@ -127,7 +150,14 @@ describe("paying on the local chain", () => {
     expect(res.headers.get("x-payment-response")).toBeNull();
     expect(settleCalls).toBe(settlesBefore);
     expect(await stack.balanceOf(payer)).toBe(before);
-    expect(stack.stores.payments.find({ network: "base-sepolia", asset: stack.devnet.token, payer, nonce: p.nonce.toLowerCase() })).toBeUndefined();
+    expect(
+      stack.stores.payments.find({
+        network: "base-sepolia",
+        asset: stack.devnet.token,
+        payer,
+        nonce: p.nonce.toLowerCase(),
+      }),
+    ).toBeUndefined();
 
     const whole = await fetch(url("other.txt"), { headers: { "X-PAYMENT": p.header } });
     expect(whole.status).toBe(200);
@@ -140,7 +170,9 @@ describe("paying on the local chain", () => {
     const tail = await fetch(url("other.txt"), { headers: { "X-PAYMENT": p.header, Range: "bytes=-3" } });
     expect(tail.status).toBe(206);
     expect(await tail.text()).toBe(OTHER.slice(-3));
-    expect((decodePaymentResponseHeader(tail.headers.get("x-payment-response")!) as any).transaction).toBe(receipt.transaction);
+    expect((decodePaymentResponseHeader(tail.headers.get("x-payment-response")!) as any).transaction).toBe(
+      receipt.transaction,
+    );
     expect(await stack.balanceOf(payer)).toBe(before - 10000n);
   });
 
@@ -150,7 +182,14 @@ describe("paying on the local chain", () => {
     const res = await fetch(url("third.txt"), { method: "HEAD", headers: { "X-PAYMENT": p.header } });
     expect(res.status).toBe(402);
     expect(await stack.balanceOf(buyer(2).address)).toBe(before);
-    expect(stack.stores.payments.find({ network: "base-sepolia", asset: stack.devnet.token, payer: buyer(2).address, nonce: p.nonce.toLowerCase() })).toBeUndefined();
+    expect(
+      stack.stores.payments.find({
+        network: "base-sepolia",
+        asset: stack.devnet.token,
+        payer: buyer(2).address,
+        nonce: p.nonce.toLowerCase(),
+      }),
+    ).toBeUndefined();
   });
 
   test("50 concurrent requests with one proof: one settlement, every request served", async () => {
@@ -159,14 +198,22 @@ describe("paying on the local chain", () => {
     const calls = settleCalls;
     const p = await proof(2, 2);
     const responses = await Promise.all(
-      Array.from({ length: 50 }, () => fetch(url("third.txt"), { headers: { [headerName(2)]: p.header } }).then(async (r) => ({ status: r.status, text: await r.text(), receipt: r.headers.get("payment-response") }))),
+      Array.from({ length: 50 }, () =>
+        fetch(url("third.txt"), { headers: { [headerName(2)]: p.header } }).then(async (r) => ({
+          status: r.status,
+          text: await r.text(),
+          receipt: r.headers.get("payment-response"),
+        })),
+      ),
     );
     expect(responses.map((r) => r.status)).toEqual(Array(50).fill(200));
     expect(new Set(responses.map((r) => r.text))).toEqual(new Set(["third\n"]));
     expect(new Set(responses.map((r) => (decodePaymentResponseHeader(r.receipt!) as any).transaction)).size).toBe(1);
     expect(settleCalls - calls).toBe(1);
     expect(await stack.balanceOf(payer)).toBe(before - 10000n);
-    expect(stack.db.sqlite.query("SELECT count(*) AS n FROM payments WHERE nonce = ?").get(p.nonce.toLowerCase())).toEqual({ n: 1 });
+    expect(
+      stack.db.sqlite.query("SELECT count(*) AS n FROM payments WHERE nonce = ?").get(p.nonce.toLowerCase()),
+    ).toEqual({ n: 1 });
   });
 });
 

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { hashTypedData } from "viem";
 import { authorizationDigest, decodeProof, matchAndCheck } from "../../src/gateway/proof";
-import { Reason as Reasons } from "../../src/x402/reasons";
 import { buildPaymentRequired } from "../../src/gateway/requirements";
+import { Reason as Reasons } from "../../src/x402/reasons";
 import { authorizationTypedData } from "../support/authorization";
 import { newAccount, signProof } from "./fixtures";
 
@@ -41,7 +41,13 @@ function reasonOf(r: Awaited<ReturnType<typeof check>>) {
 describe("decodeProof", () => {
   test("decodes a v1 and a v2 proof into one shape", async () => {
     for (const version of [1, 2] as const) {
-      const { header, nonce } = await signProof({ version, account: buyer, asset: USDC_SEPOLIA, payTo: seller, amount: "10000" });
+      const { header, nonce } = await signProof({
+        version,
+        account: buyer,
+        asset: USDC_SEPOLIA,
+        payTo: seller,
+        amount: "10000",
+      });
       const d = decodeProof(header);
       expect(d.ok).toBe(true);
       if (!d.ok) continue;
@@ -55,7 +61,13 @@ describe("decodeProof", () => {
   });
 
   test("undecodable headers are invalid_payload", () => {
-    for (const bad of ["", "!!!", "bm90IGpzb24=", Buffer.from('{"x402Version":1}').toString("base64"), "a".repeat(40000)]) {
+    for (const bad of [
+      "",
+      "!!!",
+      "bm90IGpzb24=",
+      Buffer.from('{"x402Version":1}').toString("base64"),
+      "a".repeat(40000),
+    ]) {
       const d = decodeProof(bad);
       expect(d.ok).toBe(false);
       if (!d.ok) expect(d.rejection.reason).toBe(Reasons.invalidPayload);
@@ -63,7 +75,13 @@ describe("decodeProof", () => {
   });
 
   test("a non-hex nonce or a short address does not decode", async () => {
-    const { payload } = await signProof({ version: 1, account: buyer, asset: USDC_SEPOLIA, payTo: seller, amount: "10000" });
+    const { payload } = await signProof({
+      version: 1,
+      account: buyer,
+      asset: USDC_SEPOLIA,
+      payTo: seller,
+      amount: "10000",
+    });
     const auth = (payload.payload as { authorization: Record<string, string> }).authorization;
     for (const patch of [{ nonce: "0x1234" }, { to: "0x1234" }, { value: "-1" }, { validBefore: "soon" }]) {
       const forged = { ...payload, payload: { ...(payload.payload as object), authorization: { ...auth, ...patch } } };
@@ -123,7 +141,13 @@ describe("matchAndCheck", () => {
 
   test("forged signature: signed by another key, or garbage of the right length", async () => {
     const other = newAccount();
-    const { payload } = await signProof({ version: 1, account: other, asset: USDC_SEPOLIA, payTo: seller, amount: "10000" });
+    const { payload } = await signProof({
+      version: 1,
+      account: other,
+      asset: USDC_SEPOLIA,
+      payTo: seller,
+      amount: "10000",
+    });
     const signedByOther = (payload.payload as { signature: `0x${string}` }).signature;
     expect(reasonOf(await check({ version: 1, signature: signedByOther }))).toBe(Reasons.signature);
     expect(reasonOf(await check({ version: 2, signature: `0x${"ab".repeat(65)}` }))).toBe(Reasons.signature);
@@ -135,7 +159,13 @@ describe("matchAndCheck", () => {
   });
 
   test("a scheme we do not offer", async () => {
-    const { payload } = await signProof({ version: 1, account: buyer, asset: USDC_SEPOLIA, payTo: seller, amount: "10000" });
+    const { payload } = await signProof({
+      version: 1,
+      account: buyer,
+      asset: USDC_SEPOLIA,
+      payTo: seller,
+      amount: "10000",
+    });
     const d = decodeProof(Buffer.from(JSON.stringify({ ...payload, scheme: "upto" })).toString("base64"));
     expect(d.ok && reasonOf(await matchAndCheck(d.value, required.accepts))).toBe(Reasons.unsupportedScheme);
   });
@@ -147,7 +177,14 @@ describe("authorizationDigest", () => {
       ["base-sepolia", USDC_SEPOLIA, "USDC", 84532],
       ["base", USDC_BASE, "USD Coin", 8453],
     ] as const) {
-      const { header } = await signProof({ version: 1, account: buyer, asset, payTo: seller, amount: "123456789", network });
+      const { header } = await signProof({
+        version: 1,
+        account: buyer,
+        asset,
+        payTo: seller,
+        amount: "123456789",
+        network,
+      });
       const d = decodeProof(header);
       if (!d.ok) throw new Error("decode");
       const p = d.value;
@@ -155,7 +192,14 @@ describe("authorizationDigest", () => {
         hashTypedData(
           authorizationTypedData(
             { name, version: "2", chainId, verifyingContract: asset },
-            { from: p.from, to: p.to, value: p.value, validAfter: p.validAfter, validBefore: p.validBefore, nonce: p.nonce },
+            {
+              from: p.from,
+              to: p.to,
+              value: p.value,
+              validAfter: p.validAfter,
+              validBefore: p.validBefore,
+              nonce: p.nonce,
+            },
           ),
         ),
       );

@@ -6,10 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { NETWORKS } from "../../src/chain/networks";
+import type { Facilitator } from "../../src/facilitator/types";
 import { createCatalog } from "../../src/gateway/catalog";
 import { decodeProof } from "../../src/gateway/proof";
 import { createPurchase } from "../../src/gateway/purchase";
-import type { Facilitator } from "../../src/facilitator/types";
 import { createLedgerSettler } from "../../src/ledger/settler";
 import { addContent, type Fixture, fixture, newAccount, price, signProof } from "./fixtures";
 
@@ -43,7 +43,15 @@ function purchaseAt(now: number) {
 
 describe("a settled proof re-presented", () => {
   test("is served for the same CID until its validBefore, refused as expired from then, and refused for another CID", async () => {
-    const p = await signProof({ version: 1, account: buyer, asset: USDC, payTo: seller.address, amount: "10000", validAfter: 0, validBefore: VALID_BEFORE });
+    const p = await signProof({
+      version: 1,
+      account: buyer,
+      asset: USDC,
+      payTo: seller.address,
+      amount: "10000",
+      validAfter: 0,
+      validBefore: VALID_BEFORE,
+    });
     const decoded = decodeProof(p.header);
     if (!decoded.ok) throw new Error("did not decode");
     const { payments } = f.stores;
@@ -65,7 +73,10 @@ describe("a settled proof re-presented", () => {
     const request = (cid: string) => ({ cid, credentials: { xPayment: p.header }, charge: true });
 
     const before = await purchaseAt(VALID_BEFORE - 1).decide(request(cids["a.txt"]));
-    expect(before).toMatchObject({ kind: "serve", receipt: { success: true, transaction: `0x${"ab".repeat(32)}`, network: "base-sepolia" } });
+    expect(before).toMatchObject({
+      kind: "serve",
+      receipt: { success: true, transaction: `0x${"ab".repeat(32)}`, network: "base-sepolia" },
+    });
 
     const after = await purchaseAt(VALID_BEFORE).decide(request(cids["a.txt"]));
     expect(after).toMatchObject({ kind: "refuse", reason: "invalid_exact_evm_payload_authorization_valid_before" });

@@ -9,8 +9,19 @@ const instruction = {
   name: "Article",
   description: "Access fee",
   requirements: [
-    { network: "base-sepolia" as const, asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e", pay_to: payTo, amount: "10000" },
-    { network: "base" as const, asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", pay_to: payTo, amount: "20000", description: "Mainnet fee" },
+    {
+      network: "base-sepolia" as const,
+      asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+      pay_to: payTo,
+      amount: "10000",
+    },
+    {
+      network: "base" as const,
+      asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+      pay_to: payTo,
+      amount: "20000",
+      description: "Mainnet fee",
+    },
   ],
 };
 const resourceUrl = "https://gw.example.com/x402/cid/bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy";
@@ -52,7 +63,8 @@ describe("402 bodies", () => {
   });
 
   test("the legacy client's own schema accepts every entry (x402-fetch throws otherwise)", () => {
-    for (const entry of JSON.parse(required.body).accepts) expect(() => PaymentRequirementsSchema.parse(entry)).not.toThrow();
+    for (const entry of JSON.parse(required.body).accepts)
+      expect(() => PaymentRequirementsSchema.parse(entry)).not.toThrow();
   });
 
   test("PAYMENT-REQUIRED decodes with @x402/core into a valid v2 object with CAIP-2 networks", () => {

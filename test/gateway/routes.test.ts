@@ -18,8 +18,8 @@ import {
   fixture,
   makeApp,
   newAccount,
-  price,
   PUBLIC_URL,
+  price,
   signProof,
   spyFacilitator,
 } from "./fixtures";
@@ -38,7 +38,12 @@ beforeAll(async () => {
   cids = await addContent(f, { "article.md": SECRET_TEXT, "unpriced.txt": "free? no: unpriced" });
   price(f, cids["article.md"], [{ payTo: seller, amount: "10000", asset: TOKEN }]);
   // A CID with an instruction but no file.
-  price(f, "bafkreidgvpkjawlxz6sffxzwgooowe5yt7i6wsyg236mfoks77nywkptdq", [{ payTo: seller, amount: "1", asset: TOKEN }], "orphan");
+  price(
+    f,
+    "bafkreidgvpkjawlxz6sffxzwgooowe5yt7i6wsyg236mfoks77nywkptdq",
+    [{ payTo: seller, amount: "1", asset: TOKEN }],
+    "orphan",
+  );
 });
 afterAll(() => {
   for (const s of stops) s();
@@ -80,7 +85,11 @@ describe("404", () => {
   });
 
   test("no path reaches outside the content folder", async () => {
-    for (const p of ["/x402/cid/..%2F..%2Fetc%2Fpasswd", "/x402/cid/../../package.json", `/x402/cid/${cids["article.md"]}/../../x`]) {
+    for (const p of [
+      "/x402/cid/..%2F..%2Fetc%2Fpasswd",
+      "/x402/cid/../../package.json",
+      `/x402/cid/${cids["article.md"]}/../../x`,
+    ]) {
       const res = await appWith({} as Facilitator).app.handle(req(p));
       expect(res.status).toBe(404);
       expect(await res.text()).not.toContain("root:");
@@ -113,8 +122,18 @@ describe("402", () => {
     ]);
     const v2 = decodePaymentRequiredHeader(res.headers.get("payment-required")!) as any;
     expect(v2.x402Version).toBe(2);
-    expect(v2.resource).toEqual({ url: `${PUBLIC_URL}${path()}`, description: "Access fee", mimeType: "text/markdown" });
-    expect(v2.accepts[0]).toMatchObject({ network: "eip155:84532", amount: "10000", payTo: seller, asset: TOKEN, maxTimeoutSeconds: 60 });
+    expect(v2.resource).toEqual({
+      url: `${PUBLIC_URL}${path()}`,
+      description: "Access fee",
+      mimeType: "text/markdown",
+    });
+    expect(v2.accepts[0]).toMatchObject({
+      network: "eip155:84532",
+      amount: "10000",
+      payTo: seller,
+      asset: TOKEN,
+      maxTimeoutSeconds: 60,
+    });
     expect(res.headers.get("access-control-expose-headers")).toContain("PAYMENT-REQUIRED");
     expect(calls.verify + calls.settle).toBe(0);
   });
@@ -132,9 +151,15 @@ describe("402", () => {
     const { app } = appWith({} as Facilitator);
     const cid = (await addContent(f, { "changing.txt": "price moves" }))["changing.txt"];
     const instr = price(f, cid, [{ payTo: seller, amount: "10000", asset: TOKEN }], "changing");
-    expect(((await (await app.handle(req(`/x402/cid/${cid}`))).json()) as any).accepts[0].maxAmountRequired).toBe("10000");
-    f.stores.instructions.update(instr.id, { requirements: [{ ...f.stores.instructions.forCid(cid)!.requirements[0], amount: "20000" }] });
-    expect(((await (await app.handle(req(`/x402/cid/${cid}`))).json()) as any).accepts[0].maxAmountRequired).toBe("20000");
+    expect(((await (await app.handle(req(`/x402/cid/${cid}`))).json()) as any).accepts[0].maxAmountRequired).toBe(
+      "10000",
+    );
+    f.stores.instructions.update(instr.id, {
+      requirements: [{ ...f.stores.instructions.forCid(cid)!.requirements[0], amount: "20000" }],
+    });
+    expect(((await (await app.handle(req(`/x402/cid/${cid}`))).json()) as any).accepts[0].maxAmountRequired).toBe(
+      "20000",
+    );
   });
 
   test("HEAD answers like GET without a body", async () => {
@@ -148,7 +173,14 @@ describe("402", () => {
   test("CORS preflight allows the proof headers; responses expose the payment headers", async () => {
     const { app } = appWith({} as Facilitator);
     const res = await app.handle(
-      req(path(), { method: "OPTIONS", headers: { Origin: "https://shop.example", "Access-Control-Request-Method": "GET", "Access-Control-Request-Headers": "x-payment, payment-signature" } }),
+      req(path(), {
+        method: "OPTIONS",
+        headers: {
+          Origin: "https://shop.example",
+          "Access-Control-Request-Method": "GET",
+          "Access-Control-Request-Headers": "x-payment, payment-signature",
+        },
+      }),
     );
     expect(res.status).toBe(204);
     const allowed = res.headers.get("access-control-allow-headers")!.toLowerCase();
@@ -180,25 +212,57 @@ describe("403 before any facilitator call", () => {
   });
 
   test("forged signature (facilitator never called)", async () => {
-    await expect403({ "X-PAYMENT": await proofHeader(1, { signature: `0x${"11".repeat(65)}` }) }, "invalid_exact_evm_signature", 1);
+    await expect403(
+      { "X-PAYMENT": await proofHeader(1, { signature: `0x${"11".repeat(65)}` }) },
+      "invalid_exact_evm_signature",
+      1,
+    );
     // Signed by a key that is not `from`: take another buyer's signature over the same fields.
     const nonce = `0x${"33".repeat(32)}` as const;
-    const mallory = await signProof({ version: 2, account: newAccount(), asset: TOKEN, payTo: seller, amount: "10000", nonce, validBefore: 4_000_000_000 });
+    const mallory = await signProof({
+      version: 2,
+      account: newAccount(),
+      asset: TOKEN,
+      payTo: seller,
+      amount: "10000",
+      nonce,
+      validBefore: 4_000_000_000,
+    });
     const signature = (mallory.payload.payload as { signature: `0x${string}` }).signature;
-    await expect403({ "PAYMENT-SIGNATURE": await proofHeader(2, { nonce, validBefore: 4_000_000_000, signature }) }, "invalid_exact_evm_signature", 2);
+    await expect403(
+      { "PAYMENT-SIGNATURE": await proofHeader(2, { nonce, validBefore: 4_000_000_000, signature }) },
+      "invalid_exact_evm_signature",
+      2,
+    );
   });
 
   test("a signature of an odd number of hex digits is not bytes: refused, never sent on as a smart-wallet signature", async () => {
     await expect403({ "X-PAYMENT": await proofHeader(1, { signature: `0x${"1".repeat(133)}` }) }, "invalid_payload", 1);
-    await expect403({ "PAYMENT-SIGNATURE": await proofHeader(2, { signature: `0x${"1".repeat(301)}` }) }, "invalid_payload", 2);
+    await expect403(
+      { "PAYMENT-SIGNATURE": await proofHeader(2, { signature: `0x${"1".repeat(301)}` }) },
+      "invalid_payload",
+      2,
+    );
   });
 
   test("underpaid, wrong recipient, wrong network, expired", async () => {
     const now = Math.floor(Date.now() / 1000);
-    await expect403({ "X-PAYMENT": await proofHeader(1, { value: "9999" }) }, "invalid_exact_evm_authorization_value", 1);
-    await expect403({ "X-PAYMENT": await proofHeader(1, { payTo: newAccount().address }) }, "invalid_exact_evm_recipient_mismatch", 1);
+    await expect403(
+      { "X-PAYMENT": await proofHeader(1, { value: "9999" }) },
+      "invalid_exact_evm_authorization_value",
+      1,
+    );
+    await expect403(
+      { "X-PAYMENT": await proofHeader(1, { payTo: newAccount().address }) },
+      "invalid_exact_evm_recipient_mismatch",
+      1,
+    );
     await expect403({ "X-PAYMENT": await proofHeader(1, { network: "base" }) }, "invalid_network", 1);
-    await expect403({ "PAYMENT-SIGNATURE": await proofHeader(2, { validBefore: now - 5 }) }, "invalid_exact_evm_payload_authorization_valid_before", 2);
+    await expect403(
+      { "PAYMENT-SIGNATURE": await proofHeader(2, { validBefore: now - 5 }) },
+      "invalid_exact_evm_payload_authorization_valid_before",
+      2,
+    );
   });
 
   test("a network named like an Object.prototype member is an unknown network, not a 500", async () => {
@@ -215,7 +279,9 @@ describe("403 before any facilitator call", () => {
 
 describe("a broken facilitator: 500 or 403, no content, the proof can be presented again", () => {
   async function pay(app: ReturnType<typeof makeApp>, header: string, version: 1 | 2) {
-    const res = await app.handle(req(path(), { headers: { [version === 1 ? "X-PAYMENT" : "PAYMENT-SIGNATURE"]: header } }));
+    const res = await app.handle(
+      req(path(), { headers: { [version === 1 ? "X-PAYMENT" : "PAYMENT-SIGNATURE"]: header } }),
+    );
     const text = await res.text();
     expect(text).not.toContain("The secret is 42");
     expect(res.headers.get("x-payment-response")).toBeNull();
@@ -242,7 +308,12 @@ describe("a broken facilitator: 500 or 403, no content, the proof can be present
     if (fault === "slow") expect(faulty?.server.hits).toEqual({ verify: 1, settle: 0 });
     if (status === 500) expect(first.body.error.code).toBe("facilitator_unavailable");
     else expect(first.body.reason).toBe(fault === "settleFails" ? "invalid_transaction_state" : "insufficient_funds");
-    const row = f.stores.payments.find({ network: "base-sepolia", asset: TOKEN, payer: buyer.address, nonce: signed.nonce.toLowerCase() })!;
+    const row = f.stores.payments.find({
+      network: "base-sepolia",
+      asset: TOKEN,
+      payer: buyer.address,
+      nonce: signed.nonce.toLowerCase(),
+    })!;
     expect(row.state).toBe("failed");
     expect(row.txHash).toBeNull();
     // Released: the same proof reaches the facilitator again instead of being refused as used.
@@ -258,7 +329,9 @@ describe("concurrency and files", () => {
     const { app, server } = faultyApp("slow");
     const signed = await signProof({ version: 1, account: buyer, asset: TOKEN, payTo: seller, amount: "10000" });
     const statuses = await Promise.all(
-      Array.from({ length: 10 }, () => app.handle(req(path(), { headers: { "X-PAYMENT": signed.header } })).then((r) => r.status)),
+      Array.from({ length: 10 }, () =>
+        app.handle(req(path(), { headers: { "X-PAYMENT": signed.header } })).then((r) => r.status),
+      ),
     );
     expect(statuses).toEqual(Array(10).fill(500));
     expect(server.hits.verify).toBe(1);

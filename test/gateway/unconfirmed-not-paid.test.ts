@@ -18,7 +18,7 @@ import { FacilitatorUnavailableError } from "../../src/facilitator/types";
 import { createLogger } from "../../src/http/logging";
 import { createTestStack, STACK_JWT_SECRET, type TestStack } from "../e2e/stack";
 import { txCount } from "../facilitator/helpers";
-import { randomNonce, signAuthorization } from "../support/authorization";
+import { signAuthorization } from "../support/authorization";
 import { signProof } from "./fixtures";
 
 const FILE = "the paid file\n";
@@ -44,7 +44,8 @@ beforeAll(async () => {
       verify: (r) => real.verify(r),
       async settle(r) {
         settleCalls++;
-        if (fault === "neverSent") throw new FacilitatorUnavailableError("facilitator settle: no answer within 20000 ms");
+        if (fault === "neverSent")
+          throw new FacilitatorUnavailableError("facilitator settle: no answer within 20000 ms");
         if (fault === "hold" && hold) {
           const h = hold;
           hold = undefined;
@@ -68,11 +69,34 @@ const tokenAbi = parseAbi([
 const url = (name: string) => `${stack.url}/x402/cid/${stack.cids[name]}`;
 const buyer = (i: number) => privateKeyToAccount(stack.devnet.buyers[i].privateKey);
 const proof = (i: number, validBefore?: number) =>
-  signProof({ version: 1, account: buyer(i), asset: stack.devnet.token, payTo: stack.devnet.seller.address, amount: "10000", validBefore });
-const rowOf = (i: number, nonce: string) => stack.stores.payments.find({ network: "base-sepolia", asset: stack.devnet.token, payer: buyer(i).address, nonce: nonce.toLowerCase() })!;
+  signProof({
+    version: 1,
+    account: buyer(i),
+    asset: stack.devnet.token,
+    payTo: stack.devnet.seller.address,
+    amount: "10000",
+    validBefore,
+  });
+const rowOf = (i: number, nonce: string) =>
+  stack.stores.payments.find({
+    network: "base-sepolia",
+    asset: stack.devnet.token,
+    payer: buyer(i).address,
+    nonce: nonce.toLowerCase(),
+  })!;
 const rpc = () => localPublicClient(stack.devnet.rpcUrl);
-const relayer = () => createWalletClient({ account: privateKeyToAccount(stack.devnet.relayer.privateKey), chain: devnetChain(stack.devnet.rpcUrl), transport: http(stack.devnet.rpcUrl) });
-const domain = () => ({ name: "USDC", version: "2", chainId: stack.devnet.chainId, verifyingContract: stack.devnet.token });
+const relayer = () =>
+  createWalletClient({
+    account: privateKeyToAccount(stack.devnet.relayer.privateKey),
+    chain: devnetChain(stack.devnet.rpcUrl),
+    transport: http(stack.devnet.rpcUrl),
+  });
+const domain = () => ({
+  name: "USDC",
+  version: "2",
+  chainId: stack.devnet.chainId,
+  verifyingContract: stack.devnet.token,
+});
 
 /** A second app over the same database and facilitator (another process), logging to `lines`. */
 function otherApp(lines: Record<string, unknown>[] = []) {
@@ -81,7 +105,13 @@ function otherApp(lines: Record<string, unknown>[] = []) {
       for (const line of text.split("\n")) if (line) lines.push(JSON.parse(line));
     },
   });
-  return createApp({ settings: stack.settings, db: stack.db, log, jwtSecret: STACK_JWT_SECRET, facilitator: stack.facilitator });
+  return createApp({
+    settings: stack.settings,
+    db: stack.db,
+    log,
+    jwtSecret: STACK_JWT_SECRET,
+    facilitator: stack.facilitator,
+  });
 }
 
 async function get(name: string, header: string, app?: ReturnType<typeof createApp>) {
@@ -131,11 +161,21 @@ describe("an unconfirmed settlement resolved as not paid", () => {
     await unconfirmedFirst(0, p);
     const signature = await buyer(0).signTypedData({
       domain: domain(),
-      types: { CancelAuthorization: [{ name: "authorizer", type: "address" }, { name: "nonce", type: "bytes32" }] },
+      types: {
+        CancelAuthorization: [
+          { name: "authorizer", type: "address" },
+          { name: "nonce", type: "bytes32" },
+        ],
+      },
       primaryType: "CancelAuthorization",
       message: { authorizer: buyer(0).address, nonce: p.nonce },
     });
-    const hash = await relayer().writeContract({ address: stack.devnet.token, abi: tokenAbi, functionName: "cancelAuthorization", args: [buyer(0).address, p.nonce, signature] });
+    const hash = await relayer().writeContract({
+      address: stack.devnet.token,
+      abi: tokenAbi,
+      functionName: "cancelAuthorization",
+      args: [buyer(0).address, p.nonce, signature],
+    });
     await rpc().waitForTransactionReceipt({ hash });
     await resolvesNotPaid(0, p, "payment_already_used", "the authorization was canceled");
   });
@@ -145,13 +185,28 @@ describe("an unconfirmed settlement resolved as not paid", () => {
     await unconfirmedFirst(1, p);
     // the buyer signs another transfer with the same nonce, to someone else, and it is submitted first
     const now = Math.floor(Date.now() / 1000);
-    const message = { from: buyer(1).address, to: stack.devnet.relayer.address, value: 1n, validAfter: 0n, validBefore: BigInt(now + 600), nonce: p.nonce };
+    const message = {
+      from: buyer(1).address,
+      to: stack.devnet.relayer.address,
+      value: 1n,
+      validAfter: 0n,
+      validBefore: BigInt(now + 600),
+      nonce: p.nonce,
+    };
     const signature = await signAuthorization(buyer(1), domain(), message);
     const hash = await relayer().writeContract({
       address: stack.devnet.token,
       abi: tokenAbi,
       functionName: "transferWithAuthorization",
-      args: [message.from, message.to, message.value, message.validAfter, message.validBefore, message.nonce, signature],
+      args: [
+        message.from,
+        message.to,
+        message.value,
+        message.validAfter,
+        message.validBefore,
+        message.nonce,
+        signature,
+      ],
     });
     await rpc().waitForTransactionReceipt({ hash });
     await resolvesNotPaid(1, p, "payment_already_used", "the authorization was used for another transfer");
@@ -165,7 +220,12 @@ describe("an unconfirmed settlement resolved as not paid", () => {
     try {
       await rpc().request({ method: "evm_increaseTime" as any, params: [3600] as any });
       await rpc().request({ method: "evm_mine" as any, params: [] as any });
-      await resolvesNotPaid(2, p, "invalid_exact_evm_payload_authorization_valid_before", "expired before it was settled");
+      await resolvesNotPaid(
+        2,
+        p,
+        "invalid_exact_evm_payload_authorization_valid_before",
+        "expired before it was settled",
+      );
     } finally {
       await rpc().request({ method: "evm_revert" as any, params: [snapshot] as any });
     }

@@ -39,9 +39,11 @@ beforeAll(async () => {
       verify: (r) => (verifyCalls++, real.verify(r)),
       async settle(r) {
         settleCalls++;
-        if (fault === "neverSent") throw new FacilitatorUnavailableError("facilitator settle: no answer within 20000 ms");
+        if (fault === "neverSent")
+          throw new FacilitatorUnavailableError("facilitator settle: no answer within 20000 ms");
         lastRealSettle = await real.settle(r);
-        if (fault === "lostAnswer") throw new FacilitatorUnavailableError("facilitator settle: no answer within 20000 ms");
+        if (fault === "lostAnswer")
+          throw new FacilitatorUnavailableError("facilitator settle: no answer within 20000 ms");
         return lastRealSettle;
       },
       supported: () => real.supported(),
@@ -54,8 +56,21 @@ afterAll(async () => {
 
 const url = (name: string) => `${stack.url}/x402/cid/${stack.cids[name]}`;
 const buyer = (i: number) => privateKeyToAccount(stack.devnet.buyers[i].privateKey);
-const proof = (i: number) => signProof({ version: 1, account: buyer(i), asset: stack.devnet.token, payTo: stack.devnet.seller.address, amount: "10000" });
-const rowOf = (i: number, nonce: string) => stack.stores.payments.find({ network: "base-sepolia", asset: stack.devnet.token, payer: buyer(i).address, nonce: nonce.toLowerCase() })!;
+const proof = (i: number) =>
+  signProof({
+    version: 1,
+    account: buyer(i),
+    asset: stack.devnet.token,
+    payTo: stack.devnet.seller.address,
+    amount: "10000",
+  });
+const rowOf = (i: number, nonce: string) =>
+  stack.stores.payments.find({
+    network: "base-sepolia",
+    asset: stack.devnet.token,
+    payer: buyer(i).address,
+    nonce: nonce.toLowerCase(),
+  })!;
 const rpc = () => localPublicClient(stack.devnet.rpcUrl);
 
 /** Transfers of the token from the buyer to the seller, on chain. */
@@ -75,7 +90,12 @@ async function get(name: string, header: string, app?: ReturnType<typeof createA
   const res = app ? await app.handle(request) : await fetch(request);
   const text = await res.text();
   const receipt = res.headers.get("x-payment-response");
-  return { status: res.status, text, receipt: receipt ? (decodePaymentResponseHeader(receipt) as any) : undefined, retryAfter: res.headers.get("retry-after") };
+  return {
+    status: res.status,
+    text,
+    receipt: receipt ? (decodePaymentResponseHeader(receipt) as any) : undefined,
+    retryAfter: res.headers.get("retry-after"),
+  };
 }
 
 async function withAutomineOff<T>(run: () => Promise<T>): Promise<T> {
@@ -90,7 +110,14 @@ const mine = () => rpc().request({ method: "evm_mine" as any, params: [] as any 
 
 /** The same app without RPC_URL: unconfirmed settlements are resolved by the facilitator alone. */
 const appWithoutRpc = () =>
-  createApp({ settings: { ...stack.settings, rpcUrl: undefined }, db: stack.db, stores: stack.stores, log: createLogger("silent"), jwtSecret: STACK_JWT_SECRET, facilitator: stack.facilitator });
+  createApp({
+    settings: { ...stack.settings, rpcUrl: undefined },
+    db: stack.db,
+    stores: stack.stores,
+    log: createLogger("silent"),
+    jwtSecret: STACK_JWT_SECRET,
+    facilitator: stack.facilitator,
+  });
 
 describe("the settle answer is lost after the transaction went out", () => {
   test("500 first; the same proof again gets the file, with the real transaction, charged once", async () => {

@@ -13,11 +13,17 @@ const now = () => Math.floor(Date.now() / 1000);
  */
 function forge(header: Record<string, unknown>, claims: Record<string, unknown>, secret = SECRET, sig?: string) {
   const input = `${b64(header)}.${b64(claims)}`;
-  return `${input}.${sig ?? createHmac(header.alg === "HS512" ? "sha512" : "sha256", secret).update(input).digest("base64url")}`;
+  return `${input}.${
+    sig ??
+    createHmac(header.alg === "HS512" ? "sha512" : "sha256", secret)
+      .update(input)
+      .digest("base64url")
+  }`;
 }
 
 /** Checks with the same @elysiajs/jwt decorator the auth macro uses. */
-const verify = (token: string, secret = SECRET, now?: number) => checkToken(tokenPlugin(secret).decorator.jwt, token, now);
+const verify = (token: string, secret = SECRET, now?: number) =>
+  checkToken(tokenPlugin(secret).decorator.jwt, token, now);
 
 const good = () => ({ scope: "read write", exp: now() + 600, iat: now() });
 
@@ -33,7 +39,11 @@ describe("rejected tokens get 401 in the error shape", () => {
     ["alg HS512", () => `Bearer ${forge({ alg: "HS512", typ: "JWT" }, good())}`],
     ["alg RS256", () => `Bearer ${forge({ alg: "RS256", typ: "JWT" }, good())}`],
     ["alg hs256 (case)", () => `Bearer ${forge({ alg: "hs256" }, good())}`],
-    ["wrong secret", async () => `Bearer ${await createToken("another-secret-of-at-least-32-characters!", { scopes: ["read", "write"], ttlSeconds: 600 })}`],
+    [
+      "wrong secret",
+      async () =>
+        `Bearer ${await createToken("another-secret-of-at-least-32-characters!", { scopes: ["read", "write"], ttlSeconds: 600 })}`,
+    ],
     [
       "tampered claims",
       async () => {
@@ -41,12 +51,20 @@ describe("rejected tokens get 401 in the error shape", () => {
         return `Bearer ${h}.${b64(good())}.${s}`;
       },
     ],
-    ["truncated signature", async () => `Bearer ${(await createToken(SECRET, { scopes: ["read", "write"], ttlSeconds: 600 })).slice(0, -4)}`],
-    ["expired", async () => `Bearer ${await createToken(SECRET, { scopes: ["read", "write"], ttlSeconds: 60, now: now() - 120 })}`],
+    [
+      "truncated signature",
+      async () => `Bearer ${(await createToken(SECRET, { scopes: ["read", "write"], ttlSeconds: 600 })).slice(0, -4)}`,
+    ],
+    [
+      "expired",
+      async () =>
+        `Bearer ${await createToken(SECRET, { scopes: ["read", "write"], ttlSeconds: 60, now: now() - 120 })}`,
+    ],
     ["no exp", () => `Bearer ${forge({ alg: "HS256", typ: "JWT" }, { scope: "read write" })}`],
     [
       "not yet valid (nbf)",
-      async () => `Bearer ${await createToken(SECRET, { scopes: ["read", "write"], ttlSeconds: 600, notBefore: now() + 300 })}`,
+      async () =>
+        `Bearer ${await createToken(SECRET, { scopes: ["read", "write"], ttlSeconds: 600, notBefore: now() + 300 })}`,
     ],
     ["crit header", () => `Bearer ${forge({ alg: "HS256", crit: ["exp"] }, good())}`],
   ];
@@ -98,7 +116,14 @@ describe("scopes", () => {
   test("a write-only token cannot read", async () => {
     const h = await makeHarness();
     expect((await h.call("GET", PREFIX, { token: h.tokens.write })).status).toBe(403);
-    expect((await h.call("POST", PREFIX, { token: h.tokens.write, body: { name: "x", payment_requirements: [requirement()] } })).status).toBe(200);
+    expect(
+      (
+        await h.call("POST", PREFIX, {
+          token: h.tokens.write,
+          body: { name: "x", payment_requirements: [requirement()] },
+        })
+      ).status,
+    ).toBe(200);
   });
 
   test("auth comes before validation: an anonymous bad body is a 401, not a 400", async () => {
@@ -119,7 +144,9 @@ describe("checkToken", () => {
     const t = await createToken(SECRET, { scopes: ["read"], ttlSeconds: 60 });
     expect((await verify(t))?.scopes).toEqual(["read"]);
     const h = await makeHarness();
-    expect((await h.call("GET", PREFIX, { token: null, headers: { authorization: `bearer ${h.tokens.read}` } })).status).toBe(200);
+    expect(
+      (await h.call("GET", PREFIX, { token: null, headers: { authorization: `bearer ${h.tokens.read}` } })).status,
+    ).toBe(200);
   });
 
   test("exp and nbf bound validity to the second; other rejections", async () => {

@@ -46,7 +46,10 @@ describe("request bodies through app.handle", () => {
   test("a non-JSON body is a 415, nothing stored", async () => {
     const h = await makeHarness();
     for (const type of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"]) {
-      const res = await h.call("POST", PREFIX, { body: JSON.stringify(validBody()), headers: { "content-type": type } });
+      const res = await h.call("POST", PREFIX, {
+        body: JSON.stringify(validBody()),
+        headers: { "content-type": type },
+      });
       expect(res.status).toBe(415);
       expect(res.json.error.code).toBe("unsupported_media_type");
     }
@@ -63,7 +66,10 @@ describe("request bodies through app.handle", () => {
 
   test("JSON with a charset parameter is fine; broken JSON is a 400 invalid_json", async () => {
     const h = await makeHarness();
-    const ok = await h.call("POST", PREFIX, { body: validBody(), headers: { "content-type": "application/json; charset=utf-8" } });
+    const ok = await h.call("POST", PREFIX, {
+      body: validBody(),
+      headers: { "content-type": "application/json; charset=utf-8" },
+    });
     expect(ok.status).toBe(200);
     const bad = await h.call("POST", PREFIX, { body: '{"name": "x",' });
     expect(bad.status).toBe(400);
@@ -73,9 +79,13 @@ describe("request bodies through app.handle", () => {
   test("PUT with Content-Type: application/json and no body (as the pinata SDK sends) is fine", async () => {
     const h = await makeHarness();
     const pi = await h.create();
-    const res = await h.call("PUT", `${PREFIX}/${pi.id}/cids/bafkreih5aznjvttude6c3wbvqeebb6rlx5wkbzyppv7garjiubll2ceym4`, {
-      headers: { "content-type": "application/json" },
-    });
+    const res = await h.call(
+      "PUT",
+      `${PREFIX}/${pi.id}/cids/bafkreih5aznjvttude6c3wbvqeebb6rlx5wkbzyppv7garjiubll2ceym4`,
+      {
+        headers: { "content-type": "application/json" },
+      },
+    );
     expect(res.status).toBe(200);
   });
 });
@@ -130,7 +140,12 @@ describe("request log", () => {
     expect(lines.map((l) => l.status)).toEqual([404, 200, 401, 200]);
     for (const l of lines) {
       // (typeof checks: toMatchObject with expect.any() rewrites the object under test in bun 1.4)
-      expect([typeof l.method, typeof l.path, typeof l.ms, typeof l.requestId]).toEqual(["string", "string", "number", "string"]);
+      expect([typeof l.method, typeof l.path, typeof l.ms, typeof l.requestId]).toEqual([
+        "string",
+        "string",
+        "number",
+        "string",
+      ]);
     }
     expect(lines.map((l) => `${l.method} ${l.path}`)).toEqual([
       "GET /nope",
@@ -149,7 +164,7 @@ describe("request log", () => {
     const res = await h.call("GET", PREFIX, { headers: { "x-request-id": "abc" } });
     expect(res.headers.get("x-request-id")).toBe("abc");
     expect((await h.call("GET", "/nope")).headers.get("x-request-id")).toBeTruthy();
-    const odd = await h.call("GET", PREFIX, { headers: { "x-request-id": "a b\"c" } });
+    const odd = await h.call("GET", PREFIX, { headers: { "x-request-id": 'a b"c' } });
     expect(odd.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
   });
 });

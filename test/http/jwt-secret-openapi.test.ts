@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, chmodSync } from "node:fs";
+import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { jwtSecretPath, resolveJwtSecret } from "../../src/http/jwt-secret";
@@ -36,9 +36,15 @@ describe("JWT secret", () => {
         while (Date.now() < ${start}) {}
         for (let i = 0; i < ${ROUNDS}; i++) out.push(resolveJwtSecret({ jwtSecret: undefined, dataDir: ${JSON.stringify(dir)} + "/d" + i }));
         console.log(out.join(","));`;
-      const children = Array.from({ length: CHILDREN }, () => Bun.spawn([process.execPath, "-e", code], { stdout: "pipe", stderr: "pipe" }));
+      const children = Array.from({ length: CHILDREN }, () =>
+        Bun.spawn([process.execPath, "-e", code], { stdout: "pipe", stderr: "pipe" }),
+      );
       const outs = await Promise.all(
-        children.map(async (c) => ({ code: await c.exited, out: (await new Response(c.stdout).text()).trim(), err: await new Response(c.stderr).text() })),
+        children.map(async (c) => ({
+          code: await c.exited,
+          out: (await new Response(c.stdout).text()).trim(),
+          err: await new Response(c.stderr).text(),
+        })),
       );
       for (const o of outs) expect(o).toMatchObject({ code: 0, err: "" });
       const seen = outs.map((o) => o.out.split(","));

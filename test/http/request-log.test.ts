@@ -40,7 +40,15 @@ beforeAll(async () => {
   ({ "a.txt": cid } = await addContent(f, { "a.txt": "paid words\n" }));
   price(f, cid, [{ payTo: newAccount().address, amount: "10000" }]);
   const log = createLogger("info", out.destination);
-  server = await startServer({ settings: f.settings, db: f.db, stores: f.stores, log, jwtSecret: JWT_SECRET, facilitator: unusedFacilitator, pricing: false });
+  server = await startServer({
+    settings: f.settings,
+    db: f.db,
+    stores: f.stores,
+    log,
+    jwtSecret: JWT_SECRET,
+    facilitator: unusedFacilitator,
+    pricing: false,
+  });
   base = server.url;
 });
 
@@ -58,7 +66,9 @@ async function linesSince(from: number) {
 describe("request log at the server boundary", () => {
   test("the gateway's 402 and 403, a management 401, an unrouted 404: one line each", async () => {
     const from = out.lines().length;
-    const forged = Buffer.from(JSON.stringify({ x402Version: 1, scheme: "exact", network: "base-sepolia", payload: "secret-proof" })).toString("base64");
+    const forged = Buffer.from(
+      JSON.stringify({ x402Version: 1, scheme: "exact", network: "base-sepolia", payload: "secret-proof" }),
+    ).toString("base64");
     const answers = [
       await fetch(`${base}/x402/cid/${cid}?token=secret-query`),
       await fetch(`${base}/x402/cid/${cid}`, { method: "HEAD" }),
@@ -112,7 +122,9 @@ describe("withRequestLog alone", () => {
     expect(await res.json()).toEqual({ error: { code: "internal_error", message: "internal error" } });
     await Bun.sleep(5);
     const lines = o.lines();
-    expect(lines.filter((l) => "method" in l).map((l) => `${l.method} ${l.path} ${l.status}`)).toEqual(["POST /boom 500"]);
+    expect(lines.filter((l) => "method" in l).map((l) => `${l.method} ${l.path} ${l.status}`)).toEqual([
+      "POST /boom 500",
+    ]);
     expect(o.written.join("")).not.toMatch(/\n\s+at /); // no stack trace
   });
 
@@ -122,7 +134,12 @@ describe("withRequestLog alone", () => {
     const res = await fetchLogged(new Request("http://x/late"));
     expect(res.status).toBe(500);
     await Bun.sleep(5);
-    expect(o.lines().filter((l) => "method" in l).map((l) => l.status)).toEqual([500]);
+    expect(
+      o
+        .lines()
+        .filter((l) => "method" in l)
+        .map((l) => l.status),
+    ).toEqual([500]);
   });
 
   test("above info, no request lines are written", async () => {
@@ -153,5 +170,10 @@ process.exit(0);`;
   const proc = Bun.spawn([process.execPath, "-e", script], { stdout: "pipe", stderr: "pipe" });
   const [text, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
   expect(code).toBe(0);
-  expect(text.trim().split("\n").map((l) => JSON.parse(l).path)).toEqual(["/a", "/b"]);
+  expect(
+    text
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l).path),
+  ).toEqual(["/a", "/b"]);
 });

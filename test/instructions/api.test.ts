@@ -1,15 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { cidMappings, paymentInstructions } from "../../src/db/schema";
-import {
-  BASE_SEPOLIA_USDC,
-  BASE_USDC,
-  CID_V0,
-  CID_V1,
-  makeHarness,
-  PAY_TO,
-  PREFIX,
-  requirement,
-} from "./harness";
+import { BASE_SEPOLIA_USDC, BASE_USDC, CID_V0, CID_V1, makeHarness, PAY_TO, PREFIX, requirement } from "./harness";
 
 const UUIDV7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -79,23 +70,51 @@ describe("validation: 400 naming the field, database unchanged", () => {
     ["description not a string", { name: "a", description: 5, payment_requirements: [requirement()] }, "description"],
     ["no requirements", { name: "a", payment_requirements: [] }, "payment_requirements"],
     ["requirements missing", { name: "a" }, "payment_requirements"],
-    ["unknown network", { name: "a", payment_requirements: [requirement({ network: "ethereum" })] }, "payment_requirements.0.network"],
-    ["asset not an address", { name: "a", payment_requirements: [requirement({ asset: "0x1234" })] }, "payment_requirements.0.asset"],
+    [
+      "unknown network",
+      { name: "a", payment_requirements: [requirement({ network: "ethereum" })] },
+      "payment_requirements.0.network",
+    ],
+    [
+      "asset not an address",
+      { name: "a", payment_requirements: [requirement({ asset: "0x1234" })] },
+      "payment_requirements.0.asset",
+    ],
     [
       "asset of the other network",
       { name: "a", payment_requirements: [requirement({ asset: BASE_USDC })] },
       "payment_requirements.0.asset",
     ],
-    ["pay_to not an address", { name: "a", payment_requirements: [requirement({ pay_to: "alice.eth" })] }, "payment_requirements.0.pay_to"],
+    [
+      "pay_to not an address",
+      { name: "a", payment_requirements: [requirement({ pay_to: "alice.eth" })] },
+      "payment_requirements.0.pay_to",
+    ],
     [
       "pay_to zero address",
       { name: "a", payment_requirements: [requirement({ pay_to: "0x0000000000000000000000000000000000000000" })] },
       "payment_requirements.0.pay_to",
     ],
-    ["amount zero", { name: "a", payment_requirements: [requirement({ amount: "0" })] }, "payment_requirements.0.amount"],
-    ["amount negative", { name: "a", payment_requirements: [requirement({ amount: "-5" })] }, "payment_requirements.0.amount"],
-    ["amount decimal", { name: "a", payment_requirements: [requirement({ amount: "0.01" })] }, "payment_requirements.0.amount"],
-    ["amount a number", { name: "a", payment_requirements: [requirement({ amount: 10000 })] }, "payment_requirements.0.amount"],
+    [
+      "amount zero",
+      { name: "a", payment_requirements: [requirement({ amount: "0" })] },
+      "payment_requirements.0.amount",
+    ],
+    [
+      "amount negative",
+      { name: "a", payment_requirements: [requirement({ amount: "-5" })] },
+      "payment_requirements.0.amount",
+    ],
+    [
+      "amount decimal",
+      { name: "a", payment_requirements: [requirement({ amount: "0.01" })] },
+      "payment_requirements.0.amount",
+    ],
+    [
+      "amount a number",
+      { name: "a", payment_requirements: [requirement({ amount: 10000 })] },
+      "payment_requirements.0.amount",
+    ],
     [
       "amount missing",
       { name: "a", payment_requirements: [{ network: "base-sepolia", asset: BASE_SEPOLIA_USDC, pay_to: PAY_TO }] },
@@ -220,7 +239,12 @@ describe("get / patch / delete", () => {
     const pi = await h.create({ description: "first" });
     const renamed = await h.call("PATCH", `${PREFIX}/${pi.id}`, { body: { name: "Renamed" } });
     expect(renamed.status).toBe(200);
-    expect(renamed.json.data).toMatchObject({ name: "Renamed", description: "first", version: 2, created_at: pi.created_at });
+    expect(renamed.json.data).toMatchObject({
+      name: "Renamed",
+      description: "first",
+      version: 2,
+      created_at: pi.created_at,
+    });
     expect(renamed.json.data.payment_requirements).toEqual(pi.payment_requirements);
 
     const same = await h.call("PATCH", `${PREFIX}/${pi.id}`, { body: { name: "Renamed" } });
@@ -278,7 +302,11 @@ describe("CIDs", () => {
     const pi = await h.create();
     const first = await h.call("PUT", `${PREFIX}/${pi.id}/cids/${CID_V1}`);
     expect(first.status).toBe(200);
-    expect(first.json.data).toEqual({ payment_instruction_id: pi.id, cid: CID_V1, created_at: expect.stringMatching(ISO_UTC) });
+    expect(first.json.data).toEqual({
+      payment_instruction_id: pi.id,
+      cid: CID_V1,
+      created_at: expect.stringMatching(ISO_UTC),
+    });
     const again = await h.call("PUT", `${PREFIX}/${pi.id}/cids/${CID_V1}`);
     expect(again.status).toBe(200);
     expect(again.json).toEqual(first.json);
@@ -424,7 +452,10 @@ describe("instructions declared in a pricing file", () => {
         updatedAt: now,
       })
       .run();
-    h.db.insert(cidMappings).values({ cid: CID_V1, instructionId: id, source: "file:prices/premium.yaml#ebook", createdAt: now }).run();
+    h.db
+      .insert(cidMappings)
+      .values({ cid: CID_V1, instructionId: id, source: "file:prices/premium.yaml#ebook", createdAt: now })
+      .run();
     return id;
   }
 

@@ -26,11 +26,22 @@ const unusedFacilitator: Facilitator = {
 };
 
 export function requirement(overrides: Record<string, unknown> = {}) {
-  return { network: "base-sepolia", asset: BASE_SEPOLIA_USDC.toLowerCase(), pay_to: PAY_TO.toLowerCase(), amount: "10000", ...overrides };
+  return {
+    network: "base-sepolia",
+    asset: BASE_SEPOLIA_USDC.toLowerCase(),
+    pay_to: PAY_TO.toLowerCase(),
+    amount: "10000",
+    ...overrides,
+  };
 }
 
 export async function makeHarness(env: Record<string, string> = {}) {
-  const settings = loadSettings({ CIDGATE_DB: ":memory:", CIDGATE_CONFIG_DIR: "/nonexistent", CIDGATE_CONTENT_DIR: "/nonexistent", ...env });
+  const settings = loadSettings({
+    CIDGATE_DB: ":memory:",
+    CIDGATE_CONFIG_DIR: "/nonexistent",
+    CIDGATE_CONTENT_DIR: "/nonexistent",
+    ...env,
+  });
   const db = openDb(":memory:");
   const logLines: Record<string, unknown>[] = [];
   // Capture the request lines as written (the real serialization) instead of printing them.
@@ -80,7 +91,9 @@ export async function makeHarness(env: Record<string, string> = {}) {
   }
 
   async function create(overrides: Record<string, unknown> = {}) {
-    const res = await call("POST", PREFIX, { body: { name: "Premium", payment_requirements: [requirement()], ...overrides } });
+    const res = await call("POST", PREFIX, {
+      body: { name: "Premium", payment_requirements: [requirement()], ...overrides },
+    });
     if (res.status !== 200) throw new Error(`create failed: ${res.status} ${res.text}`);
     return res.json.data as { id: string; version: number; name: string; created_at: string; [k: string]: unknown };
   }

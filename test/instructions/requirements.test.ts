@@ -8,7 +8,9 @@ const base = { network: "base", asset: BASE_USDC.toLowerCase(), pay_to: PAY_TO.t
 
 describe("normalizeRequirement (shared with the pricing loader)", () => {
   test("returns the stored shape: canonical network, EIP-55 addresses, canonical amount", () => {
-    expect(normalizeRequirement({ ...base, network: "eip155:8453", amount: "0010000", description: "fee" }, settings)).toEqual({
+    expect(
+      normalizeRequirement({ ...base, network: "eip155:8453", amount: "0010000", description: "fee" }, settings),
+    ).toEqual({
       ok: true,
       value: { network: "base", asset: BASE_USDC, pay_to: PAY_TO, amount: "10000", description: "fee" },
     });
@@ -23,16 +25,29 @@ describe("normalizeRequirement (shared with the pricing loader)", () => {
   });
 
   test("errors carry the given path prefix and name each field; unknown fields are named", () => {
-    const r = normalizeRequirement({ network: "mainnet", asset: "0x12", pay_to: PAY_TO, amount: "1", payTo: "x" }, settings, "ebook.requirements.0");
+    const r = normalizeRequirement(
+      { network: "mainnet", asset: "0x12", pay_to: PAY_TO, amount: "1", payTo: "x" },
+      settings,
+      "ebook.requirements.0",
+    );
     expect(r.ok).toBe(false);
     const paths = !r.ok ? r.errors.map((e) => e.path) : [];
-    expect(paths).toEqual(expect.arrayContaining(["ebook.requirements.0.network", "ebook.requirements.0.asset", "ebook.requirements.0.payTo"]));
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        "ebook.requirements.0.network",
+        "ebook.requirements.0.asset",
+        "ebook.requirements.0.payTo",
+      ]),
+    );
     expect(!r.ok && r.errors.find((e) => e.path.endsWith("payTo"))?.message).toBe("unknown field");
   });
 
   test("USDC of the wrong network, USDC overrides, amount above uint256, both amount spellings disagreeing", () => {
     const wrong = normalizeRequirement({ ...base, asset: BASE_SEPOLIA_USDC }, settings);
-    expect(!wrong.ok && wrong.errors[0]).toEqual({ path: "asset", message: `must be the USDC contract on base (${BASE_USDC})` });
+    expect(!wrong.ok && wrong.errors[0]).toEqual({
+      path: "asset",
+      message: `must be the USDC contract on base (${BASE_USDC})`,
+    });
     const local = loadSettings({ USDC_ADDRESS_BASE: "0x5FbDB2315678afecb367f032d93F642f64180aa3" });
     expect(normalizeRequirement({ ...base, asset: "0x5fbdb2315678afecb367f032d93f642f64180aa3" }, local).ok).toBe(true);
     expect(normalizeRequirement(base, local).ok).toBe(false);
@@ -60,7 +75,12 @@ describe("forCid (the gateway's read)", () => {
     await h.call("PUT", `${PREFIX}/${pi.id}/cids/${CID_V1}`);
     const found = h.stores.instructions.forCid(CID_V1);
     expect(found).toMatchObject({ id: pi.id, version: 1, name: "Premium", source: "api" });
-    expect(found?.requirements[0]).toEqual({ network: "base-sepolia", asset: BASE_SEPOLIA_USDC, pay_to: PAY_TO, amount: "10000" });
+    expect(found?.requirements[0]).toEqual({
+      network: "base-sepolia",
+      asset: BASE_SEPOLIA_USDC,
+      pay_to: PAY_TO,
+      amount: "10000",
+    });
     const { CID } = await import("multiformats/cid");
     const { base36 } = await import("multiformats/bases/base36");
     expect(h.stores.instructions.forCid(CID.parse(CID_V1).toString(base36))?.id).toBe(pi.id);

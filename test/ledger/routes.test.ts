@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createToken } from "../../src/http/auth";
 import { FacilitatorUnavailableError } from "../../src/facilitator/types";
+import { createToken } from "../../src/http/auth";
 import { createPaymentStore } from "../../src/ledger/store";
 import { type Fixture, fixture, JWT_SECRET, makeApp } from "../gateway/fixtures";
 import { CID_A, claim, PAYER } from "./claims";
@@ -18,14 +18,27 @@ beforeAll(() => {
     throw new FacilitatorUnavailableError("not used");
   };
   app = makeApp(f, { verify: down, settle: down, supported: down });
-  for (let i = 0; i < 5; i++) createPaymentStore(f.db).markSettled(createPaymentStore(f.db).claim(claim({})).payment.id, `0x${"1".repeat(64)}`);
-  createPaymentStore(f.db).markSettled(createPaymentStore(f.db).claim(claim({ cid: CID_B, amount: "500", payer: "0x3333333333333333333333333333333333333333" })).payment.id, "0x02");
-  createPaymentStore(f.db).markFailed(createPaymentStore(f.db).claim(claim({ cid: CID_B })).payment.id, "facilitator unreachable");
+  for (let i = 0; i < 5; i++)
+    createPaymentStore(f.db).markSettled(createPaymentStore(f.db).claim(claim({})).payment.id, `0x${"1".repeat(64)}`);
+  createPaymentStore(f.db).markSettled(
+    createPaymentStore(f.db).claim(
+      claim({ cid: CID_B, amount: "500", payer: "0x3333333333333333333333333333333333333333" }),
+    ).payment.id,
+    "0x02",
+  );
+  createPaymentStore(f.db).markFailed(
+    createPaymentStore(f.db).claim(claim({ cid: CID_B })).payment.id,
+    "facilitator unreachable",
+  );
 });
 afterAll(() => f.cleanup());
 
 const get = (query: string, token: string | null = read) =>
-  app.handle(new Request(`http://localhost/v3/x402/payments${query}`, { headers: token ? { Authorization: `Bearer ${token}` } : {} }));
+  app.handle(
+    new Request(`http://localhost/v3/x402/payments${query}`, {
+      headers: token ? { Authorization: `Bearer ${token}` } : {},
+    }),
+  );
 
 describe("GET /v3/x402/payments", () => {
   test("needs a token with the read scope", async () => {
@@ -38,7 +51,13 @@ describe("GET /v3/x402/payments", () => {
     expect(res.status).toBe(200);
     const { data } = (await res.json()) as any;
     expect(data.payments).toHaveLength(7);
-    expect(data.payments[0]).toMatchObject({ id: 7, state: "failed", cid: CID_B, error: "facilitator unreachable", transaction: null });
+    expect(data.payments[0]).toMatchObject({
+      id: 7,
+      state: "failed",
+      cid: CID_B,
+      error: "facilitator unreachable",
+      transaction: null,
+    });
     expect(data.payments[6]).toMatchObject({
       id: 1,
       state: "settled",
@@ -71,7 +90,9 @@ describe("GET /v3/x402/payments", () => {
   test("filters: cid, payer, state, instruction, time; totals follow the filter", async () => {
     const byCid = (await (await get(`?cid=${CID_B}`)).json()) as any;
     expect(byCid.data.payments.map((p: { id: number }) => p.id)).toEqual([7, 6]);
-    expect(byCid.data.totals).toEqual([{ network: "base-sepolia", asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e", amount: "500", count: 1 }]);
+    expect(byCid.data.totals).toEqual([
+      { network: "base-sepolia", asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e", amount: "500", count: 1 },
+    ]);
     const byPayer = (await (await get("?payer=0x3333333333333333333333333333333333333333")).json()) as any;
     expect(byPayer.data.payments.map((p: { id: number }) => p.id)).toEqual([6]);
     const failed = (await (await get("?state=failed")).json()) as any;

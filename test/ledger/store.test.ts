@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { type Db, openDb } from "../../src/db/client";
-import { type PaymentClaim, createPaymentStore, type PaymentStore } from "../../src/ledger/store";
+import { createPaymentStore, type PaymentClaim, type PaymentStore } from "../../src/ledger/store";
 import { claim } from "./claims";
 
 let db: Db;
@@ -83,8 +83,12 @@ describe("claims", () => {
   test("findPaymentByProof finds a row by authorization and signature hash, whatever the asset", () => {
     const c = claim({ proofHash: "c".repeat(64) });
     payments.claim(c);
-    expect(payments.findByProof({ network: c.network, payer: c.payer, nonce: c.nonce, proofHash: c.proofHash })?.nonce).toBe(c.nonce);
-    expect(payments.findByProof({ network: c.network, payer: c.payer, nonce: c.nonce, proofHash: "d".repeat(64) })).toBeUndefined();
+    expect(
+      payments.findByProof({ network: c.network, payer: c.payer, nonce: c.nonce, proofHash: c.proofHash })?.nonce,
+    ).toBe(c.nonce);
+    expect(
+      payments.findByProof({ network: c.network, payer: c.payer, nonce: c.nonce, proofHash: "d".repeat(64) }),
+    ).toBeUndefined();
   });
 });
 
@@ -107,7 +111,9 @@ describe("listing and totals", () => {
     const b = payments.claim(claim({ cid: "cidB", instructionId: "other" })).payment;
     payments.markSettled(a.id, "0x01");
     expect(payments.list({ cid: "cidA" }, { limit: 10 }).items.map((p) => p.id)).toEqual([a.id]);
-    expect(payments.list({ payer: "0xabcdef0000000000000000000000000000000001" }, { limit: 10 }).items.map((p) => p.id)).toEqual([a.id]);
+    expect(
+      payments.list({ payer: "0xabcdef0000000000000000000000000000000001" }, { limit: 10 }).items.map((p) => p.id),
+    ).toEqual([a.id]);
     expect(payments.list({ instructionId: "other" }, { limit: 10 }).items.map((p) => p.id)).toEqual([b.id]);
     expect(payments.list({ state: "pending" }, { limit: 10 }).items.map((p) => p.id)).toEqual([b.id]);
     expect(payments.list({ createdFrom: "2999-01-01T00:00:00.000Z" }, { limit: 10 }).items).toEqual([]);

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { type Db, openDb } from "../../src/db/client";
-import { isUnconfirmed, createPaymentStore, type PaymentStore } from "../../src/ledger/store";
+import { createPaymentStore, isUnconfirmed, type PaymentStore } from "../../src/ledger/store";
 import { claim } from "./claims";
 
 let db: Db;

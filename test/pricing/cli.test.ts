@@ -30,7 +30,10 @@ describe("cidgate config check", () => {
     expect(ok.code).toBe(0);
     expect(ok.out).toContain("1 file(s), 1 instruction(s), 1 CID(s)");
 
-    dirs.write("bad.yaml", pricingFile(instruction("two", { price: "$0.0000001" }), instruction("three", { price: "-$1" })));
+    dirs.write(
+      "bad.yaml",
+      pricingFile(instruction("two", { price: "$0.0000001" }), instruction("three", { price: "-$1" })),
+    );
     const bad = cidgate(["config", "check", dirs.configDir]);
     expect(bad.code).toBe(1);
     expect(bad.err).toContain(`${dirs.configDir}/bad.yaml:8:16: instructions.two.payment_requirements.0.price:`);
@@ -40,7 +43,9 @@ describe("cidgate config check", () => {
 
   test("uses CIDGATE_CONFIG_DIR and the environment for ${VAR}", () => {
     dirs.write("a.yaml", `defaults:\n  network: base\n  pay_to: \${SELLER}\ninstructions:\n${instruction("x")}\n`);
-    expect(cidgate(["config", "check"], { CIDGATE_CONFIG_DIR: dirs.configDir }).err).toContain("environment variable SELLER is not set [env]");
+    expect(cidgate(["config", "check"], { CIDGATE_CONFIG_DIR: dirs.configDir }).err).toContain(
+      "environment variable SELLER is not set [env]",
+    );
     expect(cidgate(["config", "check"], { CIDGATE_CONFIG_DIR: dirs.configDir, SELLER: PAY_TO }).code).toBe(0);
     expect(cidgate(["config", "frobnicate"]).code).toBe(2);
   });
@@ -58,7 +63,9 @@ describe("cidgate content add", () => {
     expect(cidgate(["content", "add", join(dirs.base, "hello.txt"), "--as", "notes/hello.txt"]).code).toBe(0);
     dirs.write("other.txt", "other", dirs.base);
     expect(cidgate(["content", "add", join(dirs.base, "other.txt"), "--as", "notes/hello.txt"]).code).toBe(1);
-    expect(cidgate(["content", "add", join(dirs.base, "other.txt"), "--as", "notes/hello.txt", "--force"]).code).toBe(0);
+    expect(cidgate(["content", "add", join(dirs.base, "other.txt"), "--as", "notes/hello.txt", "--force"]).code).toBe(
+      0,
+    );
     expect(readFileSync(join(dirs.contentDir, "notes/hello.txt"), "utf8")).toBe("other");
   });
 
@@ -85,7 +92,11 @@ describe("shipped files", () => {
     expect(examples.length).toBeGreaterThanOrEqual(3);
     const env = { PAY_TO, TEST_WALLET: PAY_TO };
     for (const [i, text] of examples.entries()) {
-      const parsed = parsePricingFile(`example-${i}.yaml`, text, { configDir: "config", settings: loadSettings({}), env });
+      const parsed = parsePricingFile(`example-${i}.yaml`, text, {
+        configDir: "config",
+        settings: loadSettings({}),
+        env,
+      });
       expect(parsed.errors).toEqual([]);
       expect(parsed.instructions.length).toBeGreaterThan(0);
     }

@@ -18,7 +18,10 @@ describe("${VAR} substitution", () => {
 
   test("a name that is not a variable name (`${1X}`, `${}`, `${A-B}`) is refused as such, even when the environment has it", () => {
     for (const name of ["1X", "", "A-B", " X"]) {
-      expect(run(`\${${name}}`, { [name]: "0xabc" })).toEqual({ out: `\${${name}}`, problems: [`"\${${name}}" is not a valid variable reference`] });
+      expect(run(`\${${name}}`, { [name]: "0xabc" })).toEqual({
+        out: `\${${name}}`,
+        problems: [`"\${${name}}" is not a valid variable reference`],
+      });
     }
   });
 

@@ -102,7 +102,9 @@ describe("fast and slow paths agree", () => {
     const p = fast(text);
     expect(p.instructions[0]?.requirements[1].pay_to).toBe(PAY_TO);
     // ...which reads every hex literal as written: 0x63 is not an amount.
-    expect(p.errors.map((e) => e.message)).toEqual([expect.stringContaining("instructions.two.payment_requirements.0.amount")]);
+    expect(p.errors.map((e) => e.message)).toEqual([
+      expect.stringContaining("instructions.two.payment_requirements.0.amount"),
+    ]);
   });
 
   test("errors found on the fast path still carry exact positions", () => {
@@ -140,7 +142,9 @@ describe("plainBlockYaml sends anything doubtful to the strict parser", () => {
   });
 
   test("a repeated key is an error with its position, whichever path saw it first", () => {
-    const p = fast(`instructions:\n  a:\n    name: A\n    payment_requirements: [{price: "$1", network: base, pay_to: "${PAY_TO}"}]\n  a:\n    name: B\n    payment_requirements: [{price: "$1", network: base, pay_to: "${PAY_TO}"}]\n`);
+    const p = fast(
+      `instructions:\n  a:\n    name: A\n    payment_requirements: [{price: "$1", network: base, pay_to: "${PAY_TO}"}]\n  a:\n    name: B\n    payment_requirements: [{price: "$1", network: base, pay_to: "${PAY_TO}"}]\n`,
+    );
     expect(p.errors).toEqual([expect.objectContaining({ rule: "yaml", line: 5, column: 3 })]);
     expect(p.instructions).toEqual([]);
   });

@@ -8,11 +8,11 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { cidOfBytes } from "../../src/content/cid";
+import type { FolderWatcher } from "../../src/content/watch";
 import { type Db, openDb } from "../../src/db/client";
 import { createPricing } from "../../src/pricing/service";
-import { createStores } from "../../src/stores";
 import { watchPricing } from "../../src/pricing/watch";
-import type { FolderWatcher } from "../../src/content/watch";
+import { createStores } from "../../src/stores";
 import { eventually } from "../support/eventually";
 import { makeApp } from "./app";
 import { PAY_TO, tempDirs } from "./helpers";
@@ -42,7 +42,9 @@ beforeAll(async () => {
   db = openDb(join(dirs.base, "db.sqlite"));
   dirs.write("doc.md", "# paid\n", dirs.contentDir);
   docCid = (await cidOfBytes(new TextEncoder().encode("# paid\n"))).toString();
-  cids = await Promise.all(Array.from({ length: ITEMS }, async (_, i) => (await cidOfBytes(new TextEncoder().encode(`item ${i}`))).toString()));
+  cids = await Promise.all(
+    Array.from({ length: ITEMS }, async (_, i) => (await cidOfBytes(new TextEncoder().encode(`item ${i}`))).toString()),
+  );
   dirs.write("p1.yaml", pricedFile(0));
   dirs.write(
     "p2.yaml",
@@ -76,17 +78,25 @@ test("every answer matches one complete state while the files are rewritten 100 
 
   async function listClient() {
     while (!done) {
-      const res = await fetch(`${base}/v3/x402/payment_instructions?limit=100`, { headers: { authorization: `Bearer ${read}` } });
+      const res = await fetch(`${base}/v3/x402/payment_instructions?limit=100`, {
+        headers: { authorization: `Bearer ${read}` },
+      });
       answers++;
       if (res.status !== 200) {
         failures.push(`list answered ${res.status}`);
         continue;
       }
-      const list = ((await res.json()) as { data: { payment_instructions: { id: string; name: string; payment_requirements: { amount: string }[] }[] } }).data
-        .payment_instructions;
+      const list = (
+        (await res.json()) as {
+          data: { payment_instructions: { id: string; name: string; payment_requirements: { amount: string }[] }[] };
+        }
+      ).data.payment_instructions;
       const items = list.filter((i) => i.name.startsWith("item "));
       const amounts = new Set(items.map((i) => i.payment_requirements[0].amount));
-      const idSet = list.map((i) => i.id).sort().join(",");
+      const idSet = list
+        .map((i) => i.id)
+        .sort()
+        .join(",");
       ids ??= idSet;
       if (list.length !== ITEMS + 1 || items.length !== ITEMS) failures.push(`list had ${list.length} instructions`);
       else if (amounts.size !== 1) failures.push(`mixed state: ${[...amounts].join(",")}`);

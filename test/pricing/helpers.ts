@@ -35,13 +35,23 @@ export function tempDirs() {
 }
 
 /** A YAML instruction block. */
-export function instruction(key: string, opts: { name?: string; price?: string; cids?: string[]; files?: string[] } = {}) {
-  const lines = [`  ${key}:`, `    name: ${opts.name ?? key}`, "    payment_requirements:", `      - price: "${opts.price ?? "$0.01"}"`];
+export function instruction(
+  key: string,
+  opts: { name?: string; price?: string; cids?: string[]; files?: string[] } = {},
+) {
+  const lines = [
+    `  ${key}:`,
+    `    name: ${opts.name ?? key}`,
+    "    payment_requirements:",
+    `      - price: "${opts.price ?? "$0.01"}"`,
+  ];
   if (opts.cids) lines.push("    cids:", ...opts.cids.map((c) => `      - ${c}`));
   if (opts.files) lines.push("    files:", ...opts.files.map((f) => `      - "${f}"`));
   return lines.join("\n");
 }
 
 export function pricingFile(...instructions: string[]) {
-  return ["defaults:", "  network: base-sepolia", `  pay_to: "${PAY_TO}"`, "instructions:", ...instructions, ""].join("\n");
+  return ["defaults:", "  network: base-sepolia", `  pay_to: "${PAY_TO}"`, "instructions:", ...instructions, ""].join(
+    "\n",
+  );
 }

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { formatProblem, loadPricing, type LoadOptions } from "../../src/pricing/load";
+import { formatProblem, type LoadOptions, loadPricing } from "../../src/pricing/load";
 import { CID_A, CID_B, instruction, OTHER, PAY_TO, pricingFile, tempDirs, USDC } from "./helpers";
 
 let dirs: ReturnType<typeof tempDirs>;
@@ -35,17 +35,30 @@ instructions:
     expect(loaded.errors).toEqual([]);
     expect(loaded.files).toEqual(["shop.yaml"]);
     const [essay] = loaded.instructions;
-    expect(essay).toMatchObject({ source: "file:shop.yaml#essay", key: "essay", name: "An essay", description: "about things" });
+    expect(essay).toMatchObject({
+      source: "file:shop.yaml#essay",
+      key: "essay",
+      name: "An essay",
+      description: "about things",
+    });
     expect(essay.requirements).toEqual([
       { network: "base-sepolia", asset: USDC, pay_to: PAY_TO, amount: "50000", description: "one read" },
       // A YAML integer past 2^53 keeps every digit; addresses come back checksummed.
-      { network: "base", asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", pay_to: OTHER, amount: "1234567890123456789012" },
+      {
+        network: "base",
+        asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913",
+        pay_to: OTHER,
+        amount: "1234567890123456789012",
+      },
     ]);
     expect(essay.cids.map((c) => c.cid)).toEqual([CID_A]);
   });
 
   test("prices are exact: $0.000001 is 1; finer, zero or negative is an error, never rounded", () => {
-    dirs.write("a.yaml", pricingFile(instruction("tiny", { price: "$0.000001" }), instruction("big", { price: "$1234.5" })));
+    dirs.write(
+      "a.yaml",
+      pricingFile(instruction("tiny", { price: "$0.000001" }), instruction("big", { price: "$1234.5" })),
+    );
     const ok = load();
     expect(ok.errors).toEqual([]);
     expect(ok.instructions.map((i) => i.requirements[0].amount)).toEqual(["1", "1234500000"]);
@@ -86,13 +99,22 @@ instructions:
 `,
     );
     dirs.write("nested/b.yml", "instructions:\n  three:\n    name: [unclosed\n");
-    dirs.write("c.yaml", `instructions:\n  four:\n    name: Four\n    payment_requirements:\n      - price: "$0.01"\n        network: base\n        pay_to: \${NOPE}\n`);
+    dirs.write(
+      "c.yaml",
+      `instructions:\n  four:\n    name: Four\n    payment_requirements:\n      - price: "$0.01"\n        network: base\n        pay_to: \${NOPE}\n`,
+    );
     const r = load();
     const lines = r.errors.map(formatProblem);
-    expect(lines).toContainEqual(expect.stringMatching(/^.*config\/a\.yaml:6:18: .*network.*base, base-sepolia.* \[type\]$/));
-    expect(lines).toContainEqual(expect.stringMatching(/^.*config\/a\.yaml:10:5: .*unknown field "colour" \[unknown-field\]$/));
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^.*config\/a\.yaml:6:18: .*network.*base, base-sepolia.* \[type\]$/),
+    );
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^.*config\/a\.yaml:10:5: .*unknown field "colour" \[unknown-field\]$/),
+    );
     expect(lines).toContainEqual(expect.stringMatching(/^.*config\/nested\/b\.yml:\d+:\d+: .* \[yaml\]$/));
-    expect(lines).toContainEqual(expect.stringMatching(/^.*config\/c\.yaml:7:17: environment variable NOPE is not set \[env\]$/));
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^.*config\/c\.yaml:7:17: environment variable NOPE is not set \[env\]$/),
+    );
     expect(r.errors.length).toBeGreaterThanOrEqual(4);
   });
 
@@ -112,7 +134,10 @@ instructions:
   });
 
   test("a wrong value inherited from defaults is reported where it is written", () => {
-    dirs.write("a.yaml", `defaults:\n  network: base\n  pay_to: "0x0000000000000000000000000000000000000000"\ninstructions:\n${instruction("x", { cids: [CID_A] })}\n`);
+    dirs.write(
+      "a.yaml",
+      `defaults:\n  network: base\n  pay_to: "0x0000000000000000000000000000000000000000"\ninstructions:\n${instruction("x", { cids: [CID_A] })}\n`,
+    );
     const r = load();
     expect(r.errors).toHaveLength(1);
     expect(r.errors[0]).toMatchObject({ line: 3, column: 11, rule: "requirement" });
@@ -120,7 +145,10 @@ instructions:
   });
 
   test("files: globs map content files to CIDs; paths that leave the folder are refused", () => {
-    dirs.write("a.yaml", pricingFile(instruction("docs", { files: ["articles/*.md", "./readme.txt", "nothing/*.bin"] })));
+    dirs.write(
+      "a.yaml",
+      pricingFile(instruction("docs", { files: ["articles/*.md", "./readme.txt", "nothing/*.bin"] })),
+    );
     const content = [
       { path: "articles/a.md", cid: CID_A },
       { path: "articles/deep/b.md", cid: "bafkreidgvpkjawlxz6sffxzwgooowe5yt7i6wsyg236mfoks77nywkptdq" },
@@ -153,9 +181,15 @@ instructions:
   });
 
   test("unknown keys, bad instruction keys, bad CIDs and duplicate keys are errors", () => {
-    dirs.write("a.yaml", `instructions:\n  "bad key!":\n    name: X\n    payment_requirements: [{price: "$1", network: base, pay_to: "${PAY_TO}"}]\n`);
+    dirs.write(
+      "a.yaml",
+      `instructions:\n  "bad key!":\n    name: X\n    payment_requirements: [{price: "$1", network: base, pay_to: "${PAY_TO}"}]\n`,
+    );
     dirs.write("b.yaml", pricingFile(instruction("x", { cids: ["not-a-cid"] })));
-    dirs.write("c.yaml", `instructions:\n  a: {name: A, payment_requirements: [{price: "$1", network: base, pay_to: "${PAY_TO}"}]}\n  a: {name: B, payment_requirements: [{price: "$1", network: base, pay_to: "${PAY_TO}"}]}\n`);
+    dirs.write(
+      "c.yaml",
+      `instructions:\n  a: {name: A, payment_requirements: [{price: "$1", network: base, pay_to: "${PAY_TO}"}]}\n  a: {name: B, payment_requirements: [{price: "$1", network: base, pay_to: "${PAY_TO}"}]}\n`,
+    );
     dirs.write("d.yaml", "pricing: yes\n");
     const r = load();
     const byFile = Object.fromEntries(r.errors.map((e) => [e.file.split("/").pop(), e]));

@@ -63,7 +63,9 @@ describe("pricing reload log lines", () => {
     expect(lines.at(-1)).toMatchObject({ trigger: "config", result: "applied", updated: 1 });
 
     dirs.write("a.yaml", "instructions:\n  one: [broken\n");
-    expect(said(() => pricing.reload("config"))).toEqual([[ERROR, "pricing reload rejected; the last good state keeps serving"]]);
+    expect(said(() => pricing.reload("config"))).toEqual([
+      [ERROR, "pricing reload rejected; the last good state keeps serving"],
+    ]);
     const rejected = lines.at(-1)!;
     expect(rejected).toMatchObject({ trigger: "config", result: "rejected" });
     expect(rejected.errors).toEqual([expect.stringMatching(new RegExp(`^${file()}:\\d+:\\d+: `))]);
@@ -71,7 +73,10 @@ describe("pricing reload log lines", () => {
   });
 
   test("a warning that persists across reloads is said once; a new one is said", () => {
-    dirs.write("a.yaml", pricingFile(instruction("one", { cids: [CID_A] }), instruction("docs", { files: ["nothing/*.md"] })));
+    dirs.write(
+      "a.yaml",
+      pricingFile(instruction("one", { cids: [CID_A] }), instruction("docs", { files: ["nothing/*.md"] })),
+    );
     const pricing = pricingWithLog();
     const first = said(() => pricing.reload("start"));
     const warnings = first.filter(([level]) => level === WARN);
@@ -81,13 +86,23 @@ describe("pricing reload log lines", () => {
 
     // the same file again, and a real change: the warning still holds, and is not repeated
     expect(said(() => pricing.reload("content"))).toEqual([]);
-    dirs.write("a.yaml", pricingFile(instruction("one", { cids: [CID_A], price: "$0.03" }), instruction("docs", { files: ["nothing/*.md"] })));
+    dirs.write(
+      "a.yaml",
+      pricingFile(
+        instruction("one", { cids: [CID_A], price: "$0.03" }),
+        instruction("docs", { files: ["nothing/*.md"] }),
+      ),
+    );
     expect(said(() => pricing.reload("config"))).toEqual([[INFO, "pricing reloaded"]]);
 
     // a second glob matching nothing: only the new warning is said
     dirs.write(
       "a.yaml",
-      pricingFile(instruction("one", { cids: [CID_A], price: "$0.03" }), instruction("docs", { files: ["nothing/*.md"] }), instruction("more", { files: ["none/*.txt"] })),
+      pricingFile(
+        instruction("one", { cids: [CID_A], price: "$0.03" }),
+        instruction("docs", { files: ["nothing/*.md"] }),
+        instruction("more", { files: ["none/*.txt"] }),
+      ),
     );
     const next = said(() => pricing.reload("config")).filter(([level]) => level === WARN);
     expect(next).toHaveLength(1);
@@ -100,10 +115,15 @@ describe("${VAR} names", () => {
     dirs.write("a.yaml", pricingFile(instruction("one", { cids: [CID_A] })));
     const pricing = pricingWithLog({ "1X": PAY_TO });
     expect(pricing.reload("start").result).toBe("applied");
-    dirs.write("a.yaml", pricingFile(instruction("one", { cids: [CID_A] })).replace(`pay_to: "${PAY_TO}"`, 'pay_to: "${1X}"'));
+    dirs.write(
+      "a.yaml",
+      pricingFile(instruction("one", { cids: [CID_A] })).replace(`pay_to: "${PAY_TO}"`, 'pay_to: "${1X}"'),
+    );
     const report = pricing.reload("config");
     expect(report.result).toBe("rejected");
-    expect(report.errors).toEqual([expect.objectContaining({ file: file(), line: 3, message: '"${1X}" is not a valid variable reference' })]);
+    expect(report.errors).toEqual([
+      expect.objectContaining({ file: file(), line: 3, message: '"${1X}" is not a valid variable reference' }),
+    ]);
     expect(stores.instructions.forCid(CID_A)?.requirements[0].pay_to.toLowerCase()).toBe(PAY_TO);
   });
 });

@@ -20,7 +20,9 @@ describe("GET /v3/x402/config", () => {
   test("needs a token with read scope", async () => {
     const { app, write } = await makeApp({ settings: dirs.settings, db });
     expect((await app.handle(new Request("http://localhost/v3/x402/config"))).status).toBe(401);
-    const res = await app.handle(new Request("http://localhost/v3/x402/config", { headers: { authorization: `Bearer ${write}` } }));
+    const res = await app.handle(
+      new Request("http://localhost/v3/x402/config", { headers: { authorization: `Bearer ${write}` } }),
+    );
     expect(res.status).toBe(403);
     expect(await res.json()).toMatchObject({ error: { code: "forbidden" } });
   });
@@ -30,7 +32,11 @@ describe("GET /v3/x402/config", () => {
     const pricing = createPricing({ ...stores, settings: dirs.settings, env: {} });
     const { app, read, write } = await makeApp({ settings: dirs.settings, db, stores, pricing });
     const get = async () =>
-      (await (await app.handle(new Request("http://localhost/v3/x402/config", { headers: { authorization: `Bearer ${read}` } }))).json()) as {
+      (await (
+        await app.handle(
+          new Request("http://localhost/v3/x402/config", { headers: { authorization: `Bearer ${read}` } }),
+        )
+      ).json()) as {
         data: Record<string, any>;
       };
 
@@ -45,15 +51,28 @@ describe("GET /v3/x402/config", () => {
       files: ["a.yaml"],
       instructions: 1,
       cids: 1,
-      changes: { created: [{ source: "file:a.yaml#one", name: "one", version: 1 }], updated: [], deleted: [], cids_attached: 1 },
+      changes: {
+        created: [{ source: "file:a.yaml#one", name: "one", version: 1 }],
+        updated: [],
+        deleted: [],
+        cids_attached: 1,
+      },
       errors: [],
     });
     expect(Date.parse(first.last_reload.at)).toBeGreaterThan(Date.now() - 60_000);
     expect(first.serving).toMatchObject({ at: first.last_reload.at, instructions: 1 });
 
-    dirs.write("a.yaml", pricingFile(instruction("one", { cids: [CID_A], price: "$0.0000001" }), instruction("two", { cids: ["nope"] })));
+    dirs.write(
+      "a.yaml",
+      pricingFile(instruction("one", { cids: [CID_A], price: "$0.0000001" }), instruction("two", { cids: ["nope"] })),
+    );
     // Reload on demand (write scope) answers the same report, 422 when rejected.
-    const reloadRes = await app.handle(new Request("http://localhost/v3/x402/config/reload", { method: "POST", headers: { authorization: `Bearer ${write}` } }));
+    const reloadRes = await app.handle(
+      new Request("http://localhost/v3/x402/config/reload", {
+        method: "POST",
+        headers: { authorization: `Bearer ${write}` },
+      }),
+    );
     expect(reloadRes.status).toBe(422);
     const after = (await get()).data;
     expect(after.last_reload.result).toBe("rejected");

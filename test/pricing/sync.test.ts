@@ -20,7 +20,11 @@ afterEach(() => {
 });
 
 const pricingFor = (database: Db) =>
-  createPricing({ ...(database === db ? stores : createStores(database, dirs.settings)), settings: dirs.settings, env: {} });
+  createPricing({
+    ...(database === db ? stores : createStores(database, dirs.settings)),
+    settings: dirs.settings,
+    env: {},
+  });
 const totalChanges = (database: Db) => database.sqlite.query<{ n: number }, []>("SELECT total_changes() AS n").get()!.n;
 const rows = (database: Db) =>
   database.sqlite
@@ -29,11 +33,16 @@ const rows = (database: Db) =>
     )
     .all();
 const mappings = (database: Db) =>
-  database.sqlite.query<{ cid: string; instruction_id: string }, []>("SELECT cid, instruction_id FROM cid_mappings ORDER BY cid").all();
+  database.sqlite
+    .query<{ cid: string; instruction_id: string }, []>("SELECT cid, instruction_id FROM cid_mappings ORDER BY cid")
+    .all();
 
 describe("reconciling pricing files into the database", () => {
   test("creates instructions with their CIDs, readable by the gateway's query", () => {
-    dirs.write("a.yaml", pricingFile(instruction("one", { cids: [CID_A, CID_B] }), instruction("two", { price: "$2", cids: [CID_C] })));
+    dirs.write(
+      "a.yaml",
+      pricingFile(instruction("one", { cids: [CID_A, CID_B] }), instruction("two", { price: "$2", cids: [CID_C] })),
+    );
     const report = pricingFor(db).reload("start");
     expect(report).toMatchObject({ result: "applied", instructions: 2, cids: 3, errors: [] });
     expect(report.changes.created.map((c) => c.source)).toEqual(["file:a.yaml#one", "file:a.yaml#two"]);
@@ -58,7 +67,10 @@ describe("reconciling pricing files into the database", () => {
     expect(totalChanges(db)).toBe(writes);
     expect(rows(db)).toEqual(before);
 
-    dirs.write("a.yaml", pricingFile(instruction("one", { cids: [CID_A], price: "$0.02" }), instruction("two", { cids: [CID_B] })));
+    dirs.write(
+      "a.yaml",
+      pricingFile(instruction("one", { cids: [CID_A], price: "$0.02" }), instruction("two", { cids: [CID_B] })),
+    );
     const r = pricing.reload("config");
     expect(r.result).toBe("applied");
     expect(r.changes.updated).toEqual([{ id: before[0].id, source: "file:a.yaml#one", name: "one", version: 2 }]);
@@ -132,7 +144,9 @@ describe("reconciling pricing files into the database", () => {
   test("API-made instructions are never touched; a CID they hold rejects the reload naming both", () => {
     const api = stores.instructions.create({
       name: "by hand",
-      requirements: [{ network: "base", asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", pay_to: PAY_TO, amount: "5" }],
+      requirements: [
+        { network: "base", asset: "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913", pay_to: PAY_TO, amount: "5" },
+      ],
     });
     stores.instructions.attachCid(api.id, CID_A);
 

@@ -24,7 +24,10 @@ let watchers: Watchers;
 beforeAll(async () => {
   dirs = tempDirs();
   db = openDb(":memory:");
-  dirs.write("a.yaml", pricingFile(instruction("one", { cids: [CID_A] }), instruction("docs", { files: ["docs/*.md"] })));
+  dirs.write(
+    "a.yaml",
+    pricingFile(instruction("one", { cids: [CID_A] }), instruction("docs", { files: ["docs/*.md"] })),
+  );
   stores = createStores(db, dirs.settings);
   await stores.content.index();
   pricing = createPricing({ ...stores, settings: dirs.settings, env: {} });
@@ -43,14 +46,20 @@ const idOf = (cid: string) => stores.instructions.forCid(cid)?.id;
 describe("watching pricing and content", () => {
   test("an editor's atomic save (write a temp file, rename over) is served", async () => {
     const id = idOf(CID_A);
-    dirs.write(".a.yaml.swp", pricingFile(instruction("one", { cids: [CID_A], price: "$0.02" }), instruction("docs", { files: ["docs/*.md"] })));
+    dirs.write(
+      ".a.yaml.swp",
+      pricingFile(instruction("one", { cids: [CID_A], price: "$0.02" }), instruction("docs", { files: ["docs/*.md"] })),
+    );
     renameSync(join(dirs.configDir, ".a.yaml.swp"), join(dirs.configDir, "a.yaml"));
     await eventually(() => amountOf(CID_A) === "20000");
     expect(idOf(CID_A)).toBe(id);
   });
 
   test("a plain in-place save, a new file and a deleted file are all picked up", async () => {
-    writeFileSync(join(dirs.configDir, "a.yaml"), pricingFile(instruction("one", { cids: [CID_A], price: "$0.03" }), instruction("docs", { files: ["docs/*.md"] })));
+    writeFileSync(
+      join(dirs.configDir, "a.yaml"),
+      pricingFile(instruction("one", { cids: [CID_A], price: "$0.03" }), instruction("docs", { files: ["docs/*.md"] })),
+    );
     await eventually(() => amountOf(CID_A) === "30000");
 
     dirs.write("more/b.yml", pricingFile(instruction("two", { cids: [CID_B] })));
@@ -66,14 +75,20 @@ describe("watching pricing and content", () => {
     // vim's default: rename the original to a backup, then write a new file.
     renameSync(file, `${file}~`);
     await Bun.sleep(30);
-    writeFileSync(file, pricingFile(instruction("one", { cids: [CID_A], price: "$0.04" }), instruction("docs", { files: ["docs/*.md"] })));
+    writeFileSync(
+      file,
+      pricingFile(instruction("one", { cids: [CID_A], price: "$0.04" }), instruction("docs", { files: ["docs/*.md"] })),
+    );
     await eventually(() => amountOf(CID_A) === "40000");
     expect(idOf(CID_A)).toBe(id);
 
     // Truncate, pause, then write.
     writeFileSync(file, "");
     await Bun.sleep(120);
-    writeFileSync(file, pricingFile(instruction("one", { cids: [CID_A], price: "$0.05" }), instruction("docs", { files: ["docs/*.md"] })));
+    writeFileSync(
+      file,
+      pricingFile(instruction("one", { cids: [CID_A], price: "$0.05" }), instruction("docs", { files: ["docs/*.md"] })),
+    );
     await eventually(() => amountOf(CID_A) === "50000");
     expect(idOf(CID_A)).toBe(id);
     rmSync(`${file}~`);
@@ -83,7 +98,13 @@ describe("watching pricing and content", () => {
     writeFileSync(join(dirs.configDir, "a.yaml"), "instructions:\n  one: [broken\n");
     await eventually(() => pricing.status().lastReload?.result === "rejected");
     expect(amountOf(CID_A)).toBe("50000");
-    writeFileSync(join(dirs.configDir, "a.yaml"), pricingFile(instruction("one", { cids: [CID_A, CID_C], price: "$0.06" }), instruction("docs", { files: ["docs/*.md"] })));
+    writeFileSync(
+      join(dirs.configDir, "a.yaml"),
+      pricingFile(
+        instruction("one", { cids: [CID_A, CID_C], price: "$0.06" }),
+        instruction("docs", { files: ["docs/*.md"] }),
+      ),
+    );
     await eventually(() => amountOf(CID_C) === "60000");
   });
 

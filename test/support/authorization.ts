@@ -43,7 +43,12 @@ export function authorizationTypedData<K extends AuthorizationKind = "TransferWi
   message: Authorization,
   primaryType: K = "TransferWithAuthorization" as K,
 ) {
-  return { domain, types: { [primaryType]: authorizationFields } as Record<K, typeof authorizationFields>, primaryType, message };
+  return {
+    domain,
+    types: { [primaryType]: authorizationFields } as Record<K, typeof authorizationFields>,
+    primaryType,
+    message,
+  };
 }
 
 export function signAuthorization(

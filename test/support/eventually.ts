@@ -4,7 +4,11 @@
  * poll). It never asserts how fast they happen: a slow, shared machine only
  * makes the test wait longer. Throws, naming `what`, when the limit passes.
  */
-export async function eventually(check: () => boolean | Promise<boolean>, what = "the condition", limitMs = 15_000): Promise<void> {
+export async function eventually(
+  check: () => boolean | Promise<boolean>,
+  what = "the condition",
+  limitMs = 15_000,
+): Promise<void> {
   const until = Date.now() + limitMs;
   while (!(await check())) {
     if (Date.now() > until) throw new Error(`${what}: still not so after ${limitMs / 1000} s`);
