@@ -10,6 +10,7 @@
  * secret's value is never echoed back, even a malformed one.
  */
 import { getAddress, isAddress, isHex } from "viem";
+import { parseTtl } from "./duration";
 
 type Env = Record<string, string | undefined>;
 
@@ -139,6 +140,13 @@ export const VARIABLES = {
     default: "60",
     doc: "`maxTimeoutSeconds` in 402 bodies",
     ...wholeNumber(1, 86400),
+  }),
+  accessTokenTtlSeconds: variable({
+    name: "ACCESS_TOKEN_TTL",
+    default: "24h",
+    doc: "lifetime of the access token a paid or entitled download carries (never past the entitlement)",
+    allows: "a duration with a unit: 90s, 15m, 12h, 7d or 2w",
+    parse: parseTtl,
   }),
   usdcAddressBase: variable({
     name: "USDC_ADDRESS_BASE",

@@ -4,8 +4,10 @@
  * into the data folder). Only the token goes to stdout, so it can be captured:
  *   TOKEN=$(bun run --silent cidgate token create --scope read)
  */
+
+import { parseTtl } from "../duration";
 import { jwtSecretPath, resolveJwtSecret } from "../http/jwt-secret";
-import { createToken, parseScopes, parseTtl } from "../http/token";
+import { createToken, parseScopes } from "../http/token";
 import { loadSettingsOrReport } from "../settings";
 import { defineCommand, UsageError } from "./command";
 

@@ -67,6 +67,8 @@ export function checksum(address: string): `0x${string}` {
 }
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+/** Clock skew allowed past now + maxTimeoutSeconds when capping an authorization's validBefore. */
+export const VALID_BEFORE_SKEW_SECONDS = 30n;
 const MAX_HEADER = 32 * 1024;
 
 /**
@@ -158,6 +160,15 @@ export async function matchAndCheck(
   }
   const now = BigInt(nowSeconds);
   if (proof.validBefore <= now) return reject(Reason.validBefore, "the authorization has expired");
+  // The buyer picks validBefore, and a settled proof is served again until then: uncapped, one
+  // payment would be a pass anyone holding the header could use for ever (X402.md, trap 4).
+  const longest = now + BigInt(candidates[0].v2.maxTimeoutSeconds ?? 0) + VALID_BEFORE_SKEW_SECONDS;
+  if (proof.validBefore > longest) {
+    return reject(
+      Reason.validBefore,
+      "the authorization is valid for longer than this offer's maxTimeoutSeconds allows",
+    );
+  }
   if (proof.validAfter > now) return reject(Reason.validAfter, "the authorization is not valid yet");
 
   const sigBytes = (proof.signature.length - 2) / 2;

@@ -126,7 +126,7 @@ export interface ProofOptions {
   /** Defaults: value = amount, validAfter = now - 600, validBefore = now + 60, fresh nonce. */
   value?: string;
   validAfter?: number;
-  validBefore?: number;
+  validBefore?: number | bigint;
   nonce?: Hex;
   /** Sign under another EIP-712 domain name or chain (to forge a wrong-network proof). */
   domainName?: string;

@@ -219,6 +219,7 @@ describe("403 before any facilitator call", () => {
     );
     // Signed by a key that is not `from`: take another buyer's signature over the same fields.
     const nonce = `0x${"33".repeat(32)}` as const;
+    const validBefore = Math.floor(Date.now() / 1000) + 60;
     const mallory = await signProof({
       version: 2,
       account: newAccount(),
@@ -226,11 +227,11 @@ describe("403 before any facilitator call", () => {
       payTo: seller,
       amount: "10000",
       nonce,
-      validBefore: 4_000_000_000,
+      validBefore,
     });
     const signature = (mallory.payload.payload as { signature: `0x${string}` }).signature;
     await expect403(
-      { "PAYMENT-SIGNATURE": await proofHeader(2, { nonce, validBefore: 4_000_000_000, signature }) },
+      { "PAYMENT-SIGNATURE": await proofHeader(2, { nonce, validBefore, signature }) },
       "invalid_exact_evm_signature",
       2,
     );
@@ -260,6 +261,23 @@ describe("403 before any facilitator call", () => {
     await expect403({ "X-PAYMENT": await proofHeader(1, { network: "base" }) }, "invalid_network", 1);
     await expect403(
       { "PAYMENT-SIGNATURE": await proofHeader(2, { validBefore: now - 5 }) },
+      "invalid_exact_evm_payload_authorization_valid_before",
+      2,
+    );
+  });
+
+  test("a validBefore beyond now + maxTimeoutSeconds + 30 s is refused: one payment cannot become a pass", async () => {
+    const now = Math.floor(Date.now() / 1000);
+    for (const validBefore of [now + 60 + 31 + 5, 4_000_000_000]) {
+      await expect403(
+        { "X-PAYMENT": await proofHeader(1, { validBefore }) },
+        "invalid_exact_evm_payload_authorization_valid_before",
+        1,
+      );
+    }
+    // the far-future proof of issue 9: validBefore = 2^256 - 1
+    await expect403(
+      { "PAYMENT-SIGNATURE": await proofHeader(2, { validBefore: 2n ** 256n - 1n }) },
       "invalid_exact_evm_payload_authorization_valid_before",
       2,
     );

@@ -213,8 +213,8 @@ describe("an unconfirmed settlement resolved as not paid", () => {
   });
 
   test("the authorization expired on chain before it was settled: 403 valid_before, nothing charged", async () => {
-    // valid for 120 s by the wall clock, so the gateway's own check passes; the chain's clock is then moved past it
-    const p = await proof(2, Math.floor(Date.now() / 1000) + 120);
+    // valid for 80 s by the wall clock (within the 60 + 30 s cap), so the gateway's own check passes; the chain's clock is then moved past it
+    const p = await proof(2, Math.floor(Date.now() / 1000) + 80);
     await unconfirmedFirst(2, p);
     const snapshot = await rpc().request({ method: "evm_snapshot" as any, params: [] as any });
     try {

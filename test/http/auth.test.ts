@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { createHmac } from "node:crypto";
+import { parseTtl } from "../../src/duration";
 import { createToken } from "../../src/http/auth";
-import { checkToken, parseTtl, tokenPlugin } from "../../src/http/token";
+import { checkToken, tokenPlugin } from "../../src/http/token";
 import { CID_V1, makeHarness, PREFIX, requirement, SECRET } from "../instructions/harness";
 
 const b64 = (v: unknown) => Buffer.from(typeof v === "string" ? v : JSON.stringify(v)).toString("base64url");
