@@ -16,6 +16,8 @@ const AccessClaims = t.Object({ sub: t.String(), cid: t.String() });
 
 /** The cookie a paid or entitled response sets, scoped to the CID's own path. */
 export const ACCESS_COOKIE = "cidgate_access";
+/** The same token as a response header, for scripts: sent back as `Authorization: Bearer <token>`. */
+export const ACCESS_TOKEN_HEADER = "X-Access-Token";
 
 const VERIFY = { algorithms: ["HS256"], requiredClaims: ["exp"], typ: "JWT" };
 

@@ -13,6 +13,8 @@
 import { stat } from "node:fs/promises";
 import type { NetworkName } from "../chain/networks";
 import { parseCid } from "../content/cid";
+import { type AccessTokens } from "../entitlements/access-token";
+import { parseAccessPolicy } from "../entitlements/policy";
 import type { Outcome, PaymentAttempt, Timings } from "../ledger/settler";
 import { isUnconfirmed, type Payment } from "../ledger/store";
 import type { FacilitatorRequest, Receipt, X402Version } from "../x402/models";
@@ -23,12 +25,14 @@ import { type ByteRange, parseRange } from "./range";
 import { buildReceipt } from "./receipts";
 import type { AcceptedRequirement } from "./requirements";
 
-/** What the buyer presented. Proof headers today; the entitlement issue adds more kinds. */
+/** What the buyer presented: a payment proof, or proof of an earlier purchase. */
 export interface Credentials {
   /** PAYMENT-SIGNATURE (v2); wins over X-PAYMENT when both are sent. */
   paymentSignature?: string | null;
   /** X-PAYMENT (v1). */
   xPayment?: string | null;
+  /** An access token from an earlier paid or entitled answer (cookie or bearer). */
+  accessToken?: string | null;
 }
 
 export interface PurchaseRequest {
@@ -49,8 +53,11 @@ export type Decision =
       kind: "serve";
       item: PricedContent;
       x402Version: X402Version;
-      receipt: Receipt;
+      /** The settlement behind this download; none for a manual grant. */
+      receipt: Receipt | undefined;
       range: ByteRange | undefined;
+      /** A token for later downloads, when an entitlement stands behind this one. */
+      access?: { token: string; expiresAt: number };
       timings?: Timings;
     }
   | { kind: "rangeNotSatisfiable"; item: PricedContent }
@@ -59,12 +66,26 @@ export type Decision =
   /** The facilitator (or chain) gave no answer: nothing was decided, the same proof may come again. */
   | { kind: "unavailable"; message: string };
 
+/** An entitlement as the decision needs it (src/entitlements/store.ts). */
+export interface ActiveEntitlement {
+  id: number;
+  paymentId: number | null;
+  expiresAt: number | null;
+}
+
 export interface PurchaseDeps {
   catalog: { lookup(cid: string): PricedContent | undefined };
   payments: {
     findByProof(key: { network: string; payer: string; nonce: string; proofHash: string }): Payment | undefined;
+    get(id: number): Payment | undefined;
   };
   settler: { pay(attempt: PaymentAttempt): Promise<Outcome> };
+  entitlements: {
+    active(payer: string, cid: string, instructionId: string, nowSeconds: number): ActiveEntitlement | undefined;
+  };
+  accessTokens: AccessTokens;
+  /** ACCESS_TOKEN_TTL, in seconds. */
+  accessTokenTtlSeconds: number;
   /** Unix seconds. */
   now?: () => number;
 }
@@ -105,11 +126,23 @@ function attemptOf(item: PricedContent, requirement: AcceptedRequirement, proof:
       proofHash: proof.proofHash,
     },
     request,
+    access: accessOf(item),
   };
 }
 
+/** The instruction's access policy, as the settlement grants it. */
+function accessOf(item: PricedContent): PaymentAttempt["access"] {
+  const policy = parseAccessPolicy(item.instruction.access ?? "forever");
+  return policy && { policy, scope: item.instruction.access_scope === "instruction" ? "instruction" : "cid" };
+}
+
+/** A 65-byte signature was recovered locally to `from`; a longer one (a smart wallet) only the chain can check. */
+const checkedLocally = (proof: DecodedProof) => proof.signature.length === 2 + 65 * 2;
+
 export function createPurchase(deps: PurchaseDeps) {
   const now = deps.now ?? (() => Math.floor(Date.now() / 1000));
+  /** Purchases settling now, by payer and CID: a second one from the same buyer waits for the first. */
+  const buying = new Map<string, Promise<unknown>>();
 
   const refuse = (item: PricedContent, proof: DecodedProof, reason: string, message: string): Decision => ({
     kind: "refuse",
@@ -119,21 +152,35 @@ export function createPurchase(deps: PurchaseDeps) {
     message,
   });
 
-  function serve(
+  /** The payer's active entitlement to this item, by CID or by its instruction. */
+  const activeFor = (payer: string, item: PricedContent) => deps.entitlements.active(payer, item.cid, item.instruction.id, now());
+
+  /** A token for later downloads, never outliving the entitlement behind it. */
+  async function accessFor(payer: string, item: PricedContent, entitlement: ActiveEntitlement | undefined) {
+    if (!entitlement) return undefined;
+    const expiresAt = Math.min(now() + deps.accessTokenTtlSeconds, entitlement.expiresAt ?? Number.POSITIVE_INFINITY);
+    return { token: await deps.accessTokens.sign({ payer: payer as `0x${string}`, cid: item.cid, exp: expiresAt }), expiresAt };
+  }
+
+  async function serve(
     item: PricedContent,
-    proof: DecodedProof,
-    payment: Payment,
+    x402Version: X402Version,
+    payer: string,
+    payment: Payment | undefined,
     range: ByteRange | "unsatisfiable" | undefined,
+    entitlement: ActiveEntitlement | undefined,
     timings?: Timings,
-  ): Decision {
+  ): Promise<Decision> {
     if (range === "unsatisfiable") return { kind: "rangeNotSatisfiable", item };
-    const receipt = buildReceipt(
-      proof.x402Version,
-      payment.network as NetworkName,
-      payment.txHash ?? "",
-      payment.payer,
-    );
-    return { kind: "serve", item, x402Version: proof.x402Version, receipt, range, timings };
+    const receipt = payment?.txHash ? buildReceipt(x402Version, payment.network as NetworkName, payment.txHash, payment.payer) : undefined;
+    const access = await accessFor(payer, item, entitlement);
+    return { kind: "serve", item, x402Version, receipt, range, access, timings };
+  }
+
+  /** Served on an entitlement: no settlement, no charge; the receipt is the original payment's. */
+  function serveEntitled(item: PricedContent, x402Version: X402Version, payer: string, entitlement: ActiveEntitlement, range: ByteRange | "unsatisfiable" | undefined) {
+    const payment = entitlement.paymentId === null ? undefined : deps.payments.get(entitlement.paymentId);
+    return serve(item, x402Version, payer, payment, range, entitlement);
   }
 
   /** This proof's settled row for this CID, if it paid for it before. */
@@ -150,20 +197,22 @@ export function createPurchase(deps: PurchaseDeps) {
 
   /**
    * What a stored row of this authorization means for a request presenting
-   * `proof` for `item`: the one rule for "paid already". The same proof for
-   * the same CID is served again at no charge until its validBefore (a buyer
-   * whose response was lost retries); anything else is refused.
+   * `proof` for `item`: the one rule for "paid already" by proof. The same
+   * proof for the same CID is served again at no charge until its
+   * validBefore (capped at now + maxTimeoutSeconds + 30 s when it was
+   * accepted: a buyer whose response was lost retries); anything else is
+   * refused. Access after that window goes through an entitlement.
    */
   function existing(
     item: PricedContent,
     proof: DecodedProof,
     row: Payment,
     range: ByteRange | "unsatisfiable" | undefined,
-  ): Decision {
+  ): Decision | Promise<Decision> {
     const sameProof = row.cid === item.cid && row.proofHash === proof.proofHash;
     if (row.state === "settled" && sameProof) {
       if (now() >= row.validBefore) return refuse(item, proof, Reason.validBefore, "the authorization has expired");
-      return serve(item, proof, row, range);
+      return serve(item, proof.x402Version, proof.from, row, range, activeFor(proof.from, item));
     }
     if (row.state === "pending") {
       return refuse(
@@ -180,17 +229,27 @@ export function createPurchase(deps: PurchaseDeps) {
 
   /**
    * Synchronous up to the offer and the undecodable proof: no promise, no
-   * microtask on the hot path. A decoded proof goes on to `withProof`.
+   * microtask on the hot path. A decoded proof goes on to `withProof`, an
+   * access token to `withToken`.
    */
   function decide(request: PurchaseRequest): Decision | Promise<Decision> {
     const item = deps.catalog.lookup(request.cid);
     if (!item) return parseCid(request.cid) ? NOT_PRICED : NOT_A_CID;
-    const { paymentSignature, xPayment } = request.credentials;
+    const { paymentSignature, xPayment, accessToken } = request.credentials;
     const header = paymentSignature ?? xPayment;
-    if (!header) return { kind: "offer", item };
+    if (!header) return accessToken ? withToken(item, accessToken, request) : { kind: "offer", item };
     const decoded = decodeProof(header);
     if (!decoded.ok) return { kind: "refuse", item, x402Version: paymentSignature ? 2 : 1, ...decoded.rejection };
     return withProof(item, decoded.value, request);
+  }
+
+  /** An access token: served while its payer's entitlement stands; expired, revoked or forged, the offer. */
+  async function withToken(item: PricedContent, token: string, request: PurchaseRequest): Promise<Decision> {
+    const claims = await deps.accessTokens.verify(token, item.cid, now());
+    const entitlement = claims && activeFor(claims.payer, item);
+    if (!claims || !entitlement) return { kind: "offer", item };
+    if (!(await fileIsIndexed(item))) return NOT_PRICED;
+    return serveEntitled(item, 2, claims.payer, entitlement, parseRange(request.range, item.file.size));
   }
 
   async function withProof(item: PricedContent, proof: DecodedProof, request: PurchaseRequest): Promise<Decision> {
@@ -199,11 +258,16 @@ export function createPurchase(deps: PurchaseDeps) {
     if (!matched.ok) {
       // The price may have changed since this proof was settled: a paid proof still serves.
       const row = matched.rejection.reason !== Reason.signature ? paidBefore(item, proof) : undefined;
-      if (row && now() < row.validBefore) return serve(item, proof, row, range);
+      if (row && now() < row.validBefore) return serve(item, proof.x402Version, proof.from, row, range, activeFor(proof.from, item));
       return refuse(item, proof, matched.rejection.reason, matched.rejection.message);
     }
     // Never charge for a file that is gone or changed since it was indexed.
     if (!(await fileIsIndexed(item))) return NOT_PRICED;
+
+    // A fresh authorization from a buyer who owns the file: served, never settled (stock x402
+    // clients sign a new one on every 402, so a retry or a re-download would otherwise pay again).
+    const entitled = checkedLocally(proof) ? activeFor(proof.from, item) : undefined;
+    if (entitled) return serveEntitled(item, proof.x402Version, proof.from, entitled, range);
 
     if (!request.charge) {
       const row = paidBefore(item, proof);
@@ -212,10 +276,26 @@ export function createPurchase(deps: PurchaseDeps) {
     // Nobody pays for bytes that cannot be sent.
     if (range === "unsatisfiable") return { kind: "rangeNotSatisfiable", item };
 
-    const outcome = await deps.settler.pay(attemptOf(item, matched.value, proof));
+    // One purchase per buyer and file at a time: a second authorization from the same buyer waits,
+    // and is served on the entitlement the first one granted instead of paying twice.
+    const key = `${proof.from}|${item.cid}`;
+    for (let running = buying.get(key); running; running = buying.get(key)) {
+      await running;
+      const owned = checkedLocally(proof) ? activeFor(proof.from, item) : undefined;
+      if (owned) return serveEntitled(item, proof.x402Version, proof.from, owned, range);
+    }
+    const paying = deps.settler.pay(attemptOf(item, matched.value, proof));
+    const settled = paying.catch(() => undefined);
+    buying.set(key, settled);
+    let outcome: Outcome;
+    try {
+      outcome = await paying;
+    } finally {
+      if (buying.get(key) === settled) buying.delete(key);
+    }
     switch (outcome.kind) {
       case "paid":
-        return serve(item, proof, outcome.payment, range, outcome.timings);
+        return serve(item, proof.x402Version, proof.from, outcome.payment, range, outcome.entitlement && { ...outcome.entitlement, paymentId: outcome.payment.id }, outcome.timings);
       case "existing":
         return existing(item, proof, outcome.payment, range);
       case "refused":

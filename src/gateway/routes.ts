@@ -7,6 +7,7 @@
  */
 import { Elysia } from "elysia";
 import { errorBody } from "../http/errors";
+import { ACCESS_COOKIE, ACCESS_TOKEN_HEADER } from "../entitlements/access-token";
 import { Header } from "../x402/headers";
 import type { PricedContent } from "./catalog";
 import type { Decision, Purchase } from "./purchase";
@@ -16,13 +17,15 @@ import { rejectionPayload } from "./requirements";
 /** What the gateway's routes need: the decision core, built by the composition root. */
 export interface GatewayDeps {
   purchase: Purchase;
+  /** PUBLIC_URL is https: access cookies are marked Secure. */
+  secureCookies: boolean;
 }
 
 /** Browsers may send the proof headers and read the payment headers only if CORS says so. */
 export const CORS_HEADERS = {
   "Access-Control-Allow-Origin": "*",
   "Access-Control-Expose-Headers":
-    "PAYMENT-REQUIRED, X-PAYMENT-RESPONSE, PAYMENT-RESPONSE, Content-Length, Content-Range, Accept-Ranges, ETag",
+    "PAYMENT-REQUIRED, X-PAYMENT-RESPONSE, PAYMENT-RESPONSE, X-Access-Token, Content-Length, Content-Range, Accept-Ranges, ETag",
 } as const;
 
 export const PREFLIGHT_HEADERS = {
@@ -30,7 +33,7 @@ export const PREFLIGHT_HEADERS = {
   "Access-Control-Allow-Methods": "GET, HEAD, OPTIONS",
   // x402-fetch and @x402/fetch also send Access-Control-Expose-Headers as a request header.
   "Access-Control-Allow-Headers":
-    "X-PAYMENT, PAYMENT-SIGNATURE, Range, If-None-Match, Content-Type, Access-Control-Expose-Headers",
+    "X-PAYMENT, PAYMENT-SIGNATURE, Authorization, Range, If-None-Match, Content-Type, Access-Control-Expose-Headers",
   "Access-Control-Max-Age": "86400",
 } as const;
 
@@ -99,10 +102,9 @@ function refused(d: Extract<Decision, { kind: "refuse" }>, head: boolean): Respo
 }
 
 /** The paid file, streamed from disk (Bun sends it with sendfile; never read into memory). */
-function fileResponse(d: Extract<Decision, { kind: "serve" }>, head: boolean): Response {
+function fileResponse(d: Extract<Decision, { kind: "serve" }>, head: boolean, path: string, secure: boolean): Response {
   const { item, range } = d;
   const { file } = item;
-  const receipt = receiptHeader(d.x402Version, d.receipt);
   const headers: Record<string, string> = {
     ...CORS_HEADERS,
     "Content-Type": file.mediaType,
@@ -110,8 +112,18 @@ function fileResponse(d: Extract<Decision, { kind: "serve" }>, head: boolean): R
     ETag: `"${item.cid}"`,
     "Accept-Ranges": "bytes",
     "Cache-Control": "private, no-store",
-    [receipt[0]]: receipt[1],
   };
+  if (d.receipt) {
+    const [name, value] = receiptHeader(d.x402Version, d.receipt);
+    headers[name] = value;
+  }
+  if (d.access) {
+    // Bound to this CID's path: the cookie goes back only with requests for this file.
+    const maxAge = Math.max(0, d.access.expiresAt - Math.floor(Date.now() / 1000));
+    headers[ACCESS_TOKEN_HEADER] = d.access.token;
+    headers["Set-Cookie"] =
+      `${ACCESS_COOKIE}=${d.access.token}; Path=${path}; Max-Age=${maxAge}; HttpOnly; SameSite=Lax${secure ? "; Secure" : ""}`;
+  }
   if (d.timings)
     headers["Server-Timing"] =
       `verify;dur=${d.timings.verifyMs.toFixed(2)}, settle;dur=${d.timings.settleMs.toFixed(2)}`;
@@ -125,15 +137,23 @@ function fileResponse(d: Extract<Decision, { kind: "serve" }>, head: boolean): R
   return new Response(head ? null : blob, { status: 200, headers });
 }
 
+/** The access token a request carries: `Authorization: Bearer` (scripts) or the cookie (browsers). */
+function accessTokenOf(headers: Headers): string | null {
+  const authorization = headers.get("authorization");
+  if (authorization?.startsWith("Bearer ")) return authorization.slice(7).trim();
+  const cookie = headers.get("cookie");
+  return cookie === null ? null : (new Bun.CookieMap(cookie).get(ACCESS_COOKIE) ?? null);
+}
+
 /** The one mapping from a decision to what the client receives. */
-function respond(d: Decision, head: boolean): Response {
+function respond(d: Decision, head: boolean, path: string, secure: boolean): Response {
   switch (d.kind) {
     case "offer":
       return paymentRequired(d.item, head);
     case "refuse":
       return refused(d, head);
     case "serve":
-      return fileResponse(d, head);
+      return fileResponse(d, head, path, secure);
     case "notFound":
       return json(404, errorJson("not_found", d.message), head);
     case "rangeNotSatisfiable":
@@ -164,16 +184,23 @@ function respond(d: Decision, head: boolean): Response {
 }
 
 /** Reads the request into the purchase's terms and answers its decision; synchronous up to the 402. */
-export function createGatewayHandler({ purchase }: GatewayDeps) {
+export function createGatewayHandler({ purchase, secureCookies }: GatewayDeps) {
   return function handle(request: Request, cid: string, head: boolean): Response | Promise<Response> {
     const headers = request.headers;
     const decision = purchase.decide({
       cid,
-      credentials: { paymentSignature: headers.get("payment-signature"), xPayment: headers.get("x-payment") },
+      credentials: {
+        paymentSignature: headers.get("payment-signature"),
+        xPayment: headers.get("x-payment"),
+        accessToken: accessTokenOf(headers),
+      },
       charge: !head,
       range: headers.get("range"),
     });
-    return decision instanceof Promise ? decision.then((d) => respond(d, head)) : respond(decision, head);
+    const path = `/x402/cid/${cid}`;
+    return decision instanceof Promise
+      ? decision.then((d) => respond(d, head, path, secureCookies))
+      : respond(decision, head, path, secureCookies);
   };
 }
 

@@ -7,10 +7,11 @@
 import type { AuthorizationFinding } from "../chain/authorization";
 import type { Facilitator, FacilitatorRequest } from "../facilitator/types";
 import { FacilitatorUnavailableError } from "../facilitator/types";
+import type { AccessPolicy, AccessScope } from "../entitlements/policy";
 import type { Payment, PaymentClaim, PaymentStore } from "./store";
 
 export type Outcome =
-  | { kind: "paid"; payment: Payment; newCharge: boolean; timings?: Timings }
+  | { kind: "paid"; payment: Payment; newCharge: boolean; entitlement?: GrantedEntitlement; timings?: Timings }
   | { kind: "refused"; reason: string; message: string }
   | { kind: "unavailable"; message: string }
   /** Sent to the chain, not confirmed yet: present the same proof again shortly. */
@@ -28,6 +29,24 @@ export interface Timings {
 export interface PaymentAttempt {
   claim: PaymentClaim;
   request: FacilitatorRequest;
+  /** What the purchase grants once settled (the instruction's access policy); none: nothing beyond the proof. */
+  access?: { policy: AccessPolicy; scope: AccessScope };
+}
+
+/** The part of an entitlement the purchase needs back: how long access lasts. */
+export interface GrantedEntitlement {
+  id: number;
+  expiresAt: number | null;
+}
+
+export interface EntitlementGrant {
+  payer: string;
+  cid: string;
+  instructionId: string;
+  paymentId: number;
+  policy: AccessPolicy;
+  scope: AccessScope;
+  nowSeconds: number;
 }
 
 export interface SettlerDeps {
@@ -43,6 +62,14 @@ export interface SettlerDeps {
    * settlement is resolved by the facilitator alone.
    */
   lookup?: (row: Payment) => Promise<AuthorizationFinding | undefined>;
+  /** Writes the entitlement a settled payment grants (src/entitlements/store.ts). */
+  entitlements?: { grantForPayment(grant: EntitlementGrant): GrantedEntitlement | undefined };
+  /**
+   * Runs `fn` in one database transaction: the settled row and its
+   * entitlement are written together or not at all (a crash between them
+   * would leave a buyer who paid without access).
+   */
+  transaction?: <T>(fn: () => T) => T;
 }
 
 /** Facilitator answers that mean "sent, not confirmed yet" rather than a refusal. */
@@ -69,21 +96,30 @@ export function safeReason(error: unknown): string {
 }
 
 /** The settlement transaction is known: the row is settled. */
-export function paid(
-  deps: SettlerDeps,
-  attempt: PaymentAttempt,
-  row: Payment,
-  txHash: string,
-  timings?: Timings,
-): Outcome {
-  const { claim } = attempt;
-  // Only a pending row is marked; a row released meanwhile (it cannot be, within the bounds) is recorded anyway.
-  const payment = deps.payments.markSettled(row.id, txHash) ?? { ...row, state: "settled" as const, txHash };
+export function paid(deps: SettlerDeps, attempt: PaymentAttempt, row: Payment, txHash: string, timings?: Timings): Outcome {
+  const { claim, access } = attempt;
+  const record = () => {
+    // Only a pending row is marked; a row released meanwhile (it cannot be, within the bounds) is recorded anyway.
+    const payment = deps.payments.markSettled(row.id, txHash) ?? { ...row, state: "settled" as const, txHash };
+    const entitlement = access
+      ? deps.entitlements?.grantForPayment({
+          payer: claim.payer,
+          cid: claim.cid,
+          instructionId: claim.instructionId,
+          paymentId: payment.id,
+          policy: access.policy,
+          scope: access.scope,
+          nowSeconds: Math.floor(Date.now() / 1000),
+        })
+      : undefined;
+    return { payment, entitlement };
+  };
+  const { payment, entitlement } = deps.transaction ? deps.transaction(record) : record();
   deps.log?.info(
     { cid: claim.cid, payer: claim.payer, network: claim.network, amount: payment.amount, tx: txHash },
     "payment settled",
   );
-  return { kind: "paid", payment, newCharge: true, timings };
+  return { kind: "paid", payment, newCharge: true, entitlement, timings };
 }
 
 /** The settle went out and its outcome is unknown: keep the row for the same proof to resolve. */

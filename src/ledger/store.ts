@@ -62,7 +62,7 @@ const nowIso = () => new Date().toISOString();
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /*
- * The paid request's two writes, prepared once per database: drizzle's query
+ * The paid request's statements, prepared once per database: drizzle's query
  * builder costs 0.2-0.4 ms per call, more than SQLite's own work here.
  */
 function prepareStatements(db: Db) {
@@ -102,6 +102,11 @@ function prepareStatements(db: Db) {
         updatedAt: p("now"),
       })
       .returning()
+      .prepare(),
+    byId: db
+      .select()
+      .from(payments)
+      .where(eq(payments.id, p("id")))
       .prepare(),
     markSettled: db
       .update(payments)
@@ -147,6 +152,11 @@ export function createPaymentStore(db: Db) {
         payer: key.payer,
         nonce: key.nonce,
       });
+    },
+
+    /** A row by its id: the payment an entitlement came from, for its receipt. */
+    get(id: number): Payment | undefined {
+      return statements.byId.get({ id });
     },
 
     /** The row of a proof by its authorization and signature hash, whatever the asset (v1 proofs do not name it). */
