@@ -20,7 +20,9 @@ export const paymentInstructions = sqliteTable(
     /** What a payment buys beyond its proof: "forever", "once" or a duration ("30d"); see entitlements/policy.ts. */
     access: text("access").notNull().default("forever"),
     /** "cid" (the CID paid for) or "instruction" (every CID of this instruction). */
-    accessScope: text("access_scope", { enum: ["cid", "instruction"] }).notNull().default("cid"),
+    accessScope: text("access_scope", { enum: ["cid", "instruction"] })
+      .notNull()
+      .default("cid"),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },
