@@ -6,6 +6,7 @@
  */
 import { Elysia } from "elysia";
 import type { Db } from "./db/client";
+import { entitlementsModule } from "./entitlements/routes";
 import type { Facilitator } from "./facilitator/types";
 import { createCatalog } from "./gateway/catalog";
 import { createPurchase } from "./gateway/purchase";
@@ -61,6 +62,7 @@ export function composeApp(deps: AppDeps) {
     .use(errors)
     .use(instructionsModule({ store: stores.instructions, settings, jwtSecret }))
     .use(paymentsModule({ payments, jwtSecret }))
+    .use(entitlementsModule({ entitlements: stores.entitlements, instructions: stores.instructions, jwtSecret }))
     .use(configModule({ pricing: deps.pricing, settings, jwtSecret }))
     .use(gatewayModule(gateway));
   return { app, gateway, stores };
