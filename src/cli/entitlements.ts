@@ -7,8 +7,8 @@
  */
 import { canonicalCid } from "../content/cid";
 import { openDb } from "../db/client";
+import { checkGrantTarget } from "../entitlements/grant-target";
 import { parseAccessPolicy } from "../entitlements/policy";
-import { checkGrantTarget } from "../entitlements/routes";
 import { type Entitlement, isActive } from "../entitlements/store";
 import { ApiError } from "../http/errors";
 import { loadSettingsOrReport } from "../settings";

@@ -5,13 +5,13 @@
  * store does the writing.
  */
 import { Elysia } from "elysia";
-import { canonicalCid } from "../content/cid";
 import { type AuthDeps, auth } from "../http/auth";
 import { jsonBody } from "../http/body";
-import { conflict, invalidInput, notFound } from "../http/errors";
+import { invalidInput, notFound } from "../http/errors";
 import { parseLimit } from "../http/limit";
 import { ErrorResponse } from "../instructions/model";
 import type { InstructionStore } from "../instructions/store";
+import { checkGrantTarget, cidOf } from "./grant-target";
 import {
   ENTITLEMENTS_LIMIT,
   EntitlementIdParams,
@@ -52,31 +52,6 @@ function decodeEntitlementsToken(token: string): number {
   const m = /^e1:([0-9]{1,15})$/.exec(text);
   if (!m) throw invalidInput([{ path: "pageToken", message: "is not a valid page token" }]);
   return Number(m[1]);
-}
-
-function cidOf(text: string, path: string): string {
-  const cid = canonicalCid(text);
-  if (!cid) throw invalidInput([{ path, message: "is not a valid CID (v0 or v1)" }]);
-  return cid;
-}
-
-/**
- * A manual grant's checks, shared with the CLI: the instruction exists (404),
- * a CID given is one of its CIDs (409: an entitlement to a CID the
- * instruction does not sell would never be asked for). Answers the stored
- * instruction id and the canonical CID.
- */
-export function checkGrantTarget(
-  instructions: Pick<InstructionStore, "get" | "forCid">,
-  instructionId: string,
-  cidText: string | undefined,
-): { instructionId: string; cid?: string } {
-  const instruction = instructions.get(instructionId);
-  if (cidText === undefined) return { instructionId: instruction.id };
-  const cid = cidOf(cidText, "cid");
-  if (instructions.forCid(cid)?.id !== instruction.id)
-    throw conflict(`CID ${cid} is not attached to payment instruction ${instruction.id}`);
-  return { instructionId: instruction.id, cid };
 }
 
 /** What the entitlements routes need: the store, the instructions to check a grant against, auth, a clock. */
