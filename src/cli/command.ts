@@ -162,7 +162,9 @@ export function defineGroup(name: string, summary: string, members: readonly Com
       console.error(
         sub === undefined
           ? `${who}: missing subcommand: ${choices} (see ${who} --help)`
-          : `${who}: unknown subcommand ${sub}; it is one of ${choices} (see ${who} --help)`,
+          : sub.startsWith("-")
+            ? `${who}: unknown option ${sub}; give a subcommand first: ${choices} (see ${who} --help)`
+            : `${who}: unknown subcommand ${sub}; it is one of ${choices} (see ${who} --help)`,
       );
       return 2;
     }

@@ -126,6 +126,7 @@ describe("cidgate entitlements", () => {
     const cases: [string[], string][] = [
       [[], "cidgate entitlements: missing subcommand: list, grant or revoke"],
       [["pardon"], "cidgate entitlements: unknown subcommand pardon"],
+      [["--frobnicate"], "cidgate entitlements: unknown option --frobnicate"],
       [["grant", "--instruction", instructionId], "--payer is required"],
       [["grant", "--payer", "0x12", "--instruction", instructionId], '--payer "0x12" is not a 0x-prefixed'],
       [["grant", "--payer", PAYER], "--instruction is required"],
