@@ -6,6 +6,8 @@
  */
 import { Elysia } from "elysia";
 import type { Db } from "./db/client";
+import { createAccessTokens } from "./entitlements/access-token";
+import { entitlementsModule } from "./entitlements/routes";
 import type { Facilitator } from "./facilitator/types";
 import { createCatalog } from "./gateway/catalog";
 import { createPurchase } from "./gateway/purchase";
@@ -47,20 +49,33 @@ export interface AppDeps {
 export function composeApp(deps: AppDeps) {
   const { settings, jwtSecret } = deps;
   const stores = deps.stores ?? createStores(deps.db, settings);
-  const { payments } = stores;
+  const { payments, entitlements } = stores;
+  const publicUrl = deps.publicUrl ?? settings.publicUrl;
   const settler = createLedgerSettler({
     payments,
+    entitlements,
+    // The settled row and the entitlement it grants: one transaction (synchronous, so it rolls back).
+    transaction: (fn) => deps.db.sqlite.transaction(fn)(),
     facilitator: deps.facilitator,
     timeoutMs: settings.facilitatorTimeoutMs,
     log: deps.log,
     lookup: paymentLookup(settings),
   });
-  const catalog = createCatalog(deps.db, stores, { ...settings, publicUrl: deps.publicUrl ?? settings.publicUrl });
-  const gateway = createGatewayHandler({ purchase: createPurchase({ catalog, payments, settler }) });
+  const catalog = createCatalog(deps.db, stores, { ...settings, publicUrl });
+  const purchase = createPurchase({
+    catalog,
+    payments,
+    settler,
+    entitlements,
+    accessTokens: createAccessTokens({ managementSecret: jwtSecret }),
+    accessTokenTtlSeconds: settings.accessTokenTtlSeconds,
+  });
+  const gateway = createGatewayHandler({ purchase, secureCookies: publicUrl.startsWith("https:") });
   const app = new Elysia()
     .use(errors)
     .use(instructionsModule({ store: stores.instructions, settings, jwtSecret }))
     .use(paymentsModule({ payments, jwtSecret }))
+    .use(entitlementsModule({ entitlements: stores.entitlements, instructions: stores.instructions, jwtSecret }))
     .use(configModule({ pricing: deps.pricing, settings, jwtSecret }))
     .use(gatewayModule(gateway));
   return { app, gateway, stores };

@@ -8,6 +8,7 @@
 import { type ContentStore, createContentStore } from "./content/store";
 import { type CatalogChanges, createCatalogChanges } from "./db/changes";
 import type { Db } from "./db/client";
+import { createEntitlementStore, type EntitlementStore } from "./entitlements/store";
 import { createInstructionStore, type InstructionStore } from "./instructions/store";
 import { createPaymentStore, type PaymentStore } from "./ledger/store";
 import type { Settings } from "./settings";
@@ -18,6 +19,8 @@ export interface Stores {
   content: ContentStore;
   /** The ledger: not part of the catalog, so its writes bump nothing. */
   payments: PaymentStore;
+  /** Who may download what again: not part of the catalog either (an offer does not depend on the buyer). */
+  entitlements: EntitlementStore;
 }
 
 export function createStores(db: Db, settings: Pick<Settings, "contentDir">): Stores {
@@ -27,5 +30,6 @@ export function createStores(db: Db, settings: Pick<Settings, "contentDir">): St
     instructions: createInstructionStore(db, changes),
     content: createContentStore(db, settings, changes),
     payments: createPaymentStore(db),
+    entitlements: createEntitlementStore(db),
   };
 }

@@ -130,3 +130,46 @@ export function table(rows: readonly (readonly [string, string])[]): string {
   const width = Math.max(...rows.map(([left]) => left.length));
   return rows.map(([left, right]) => `  ${left.padEnd(width)}  ${right}`).join("\n");
 }
+
+/**
+ * A command with several subcommands (`cidgate entitlements list|grant|revoke`),
+ * each defined with defineCommand under its full name. The group only picks
+ * one by its second word; help and usage errors read like the others'.
+ */
+export function defineGroup(name: string, summary: string, members: readonly Command[]): Command {
+  const who = `cidgate ${name}`;
+  const bySub = new Map(members.map((c) => [c.name.split(" ")[1], c]));
+  const names = [...bySub.keys()];
+  const choices = `${names.slice(0, -1).join(", ")} or ${names[names.length - 1]}`;
+
+  function help(): string {
+    return [
+      `${who}: ${summary}`,
+      `usage: ${who} <${names.join("|")}> [options]`,
+      `subcommands:\n${table(members.map((c) => [c.name.slice(name.length + 1), c.summary]))}`,
+      `${who} <subcommand> --help prints its arguments and options.`,
+    ].join("\n\n");
+  }
+
+  async function main(args: string[]): Promise<number> {
+    const [sub] = args;
+    if (sub === "--help" || sub === "-h" || sub === "help") {
+      console.log(help());
+      return 0;
+    }
+    const member = sub === undefined ? undefined : bySub.get(sub);
+    if (!member) {
+      console.error(
+        sub === undefined
+          ? `${who}: missing subcommand: ${choices} (see ${who} --help)`
+          : sub.startsWith("-")
+            ? `${who}: unknown option ${sub}; give a subcommand first: ${choices} (see ${who} --help)`
+            : `${who}: unknown subcommand ${sub}; it is one of ${choices} (see ${who} --help)`,
+      );
+      return 2;
+    }
+    return member.main(args);
+  }
+
+  return { name, summary: `${summary} (${names.join(", ")})`, help, main };
+}

@@ -12,6 +12,7 @@ const commands: Record<string, () => Promise<{ command: Command }>> = {
   token: () => import("./token"),
   config: () => import("./config"),
   content: () => import("./content"),
+  entitlements: () => import("./entitlements"),
   facilitator: () => import("./facilitator"),
   devnet: () => import("./devnet"),
 };

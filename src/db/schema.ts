@@ -17,6 +17,12 @@ export const paymentInstructions = sqliteTable(
     /** JSON array of stored requirements (canonical network, checksummed addresses). */
     requirements: text("requirements", { mode: "json" }).notNull(),
     source: text("source").notNull().default("api"),
+    /** What a payment buys beyond its proof: "forever", "once" or a duration ("30d"); see entitlements/policy.ts. */
+    access: text("access").notNull().default("forever"),
+    /** "cid" (the CID paid for) or "instruction" (every CID of this instruction). */
+    accessScope: text("access_scope", { enum: ["cid", "instruction"] })
+      .notNull()
+      .default("cid"),
     createdAt: text("created_at").notNull(),
     updatedAt: text("updated_at").notNull(),
   },
@@ -80,5 +86,34 @@ export const payments = sqliteTable(
     index("payments_payer").on(t.payer, t.id),
     index("payments_instruction").on(t.instructionId, t.id),
     index("payments_created").on(t.createdAt),
+  ],
+);
+
+/**
+ * Owned by entitlements/. A payer's right to a CID (scope "cid") or to every
+ * CID of an instruction (scope "instruction"), from a settled payment or a
+ * manual grant. Never deleted: a revoke stamps `revoked_at`, so the history
+ * of who could download what stays readable.
+ */
+export const entitlements = sqliteTable(
+  "entitlements",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    payer: text("payer").notNull(), // EIP-55 checksummed
+    scope: text("scope", { enum: ["cid", "instruction"] }).notNull(),
+    cid: text("cid"), // set for scope "cid"
+    instructionId: text("instruction_id").notNull(), // the instruction it came from
+    source: text("source", { enum: ["payment", "grant"] }).notNull(),
+    paymentId: integer("payment_id").references(() => payments.id),
+    grantedAt: text("granted_at").notNull(),
+    expiresAt: integer("expires_at"), // unix seconds; null = never
+    revokedAt: text("revoked_at"),
+    note: text("note"),
+  },
+  (t) => [
+    index("entitlements_payer_cid").on(t.payer, t.cid),
+    index("entitlements_payer_instruction").on(t.payer, t.instructionId),
+    // One entitlement per payment: what makes grantForPayment idempotent (NULLs, the grants, do not collide).
+    uniqueIndex("entitlements_payment").on(t.paymentId),
   ],
 );

@@ -13,7 +13,7 @@
 import { stat } from "node:fs/promises";
 import type { NetworkName } from "../chain/networks";
 import { parseCid } from "../content/cid";
-import { type AccessTokens } from "../entitlements/access-token";
+import type { AccessTokens } from "../entitlements/access-token";
 import { parseAccessPolicy } from "../entitlements/policy";
 import type { Outcome, PaymentAttempt, Timings } from "../ledger/settler";
 import { isUnconfirmed, type Payment } from "../ledger/store";
@@ -132,8 +132,8 @@ function attemptOf(item: PricedContent, requirement: AcceptedRequirement, proof:
 
 /** The instruction's access policy, as the settlement grants it. */
 function accessOf(item: PricedContent): PaymentAttempt["access"] {
-  const policy = parseAccessPolicy(item.instruction.access ?? "forever");
-  return policy && { policy, scope: item.instruction.access_scope === "instruction" ? "instruction" : "cid" };
+  const policy = parseAccessPolicy(item.instruction.access);
+  return policy && { policy, scope: item.instruction.access_scope };
 }
 
 /** A 65-byte signature was recovered locally to `from`; a longer one (a smart wallet) only the chain can check. */
@@ -142,7 +142,7 @@ const checkedLocally = (proof: DecodedProof) => proof.signature.length === 2 + 6
 export function createPurchase(deps: PurchaseDeps) {
   const now = deps.now ?? (() => Math.floor(Date.now() / 1000));
   /** Purchases settling now, by payer and CID: a second one from the same buyer waits for the first. */
-  const buying = new Map<string, Promise<unknown>>();
+  const buying = new Map<string, { nonce: string; done: Promise<unknown> }>();
 
   const refuse = (item: PricedContent, proof: DecodedProof, reason: string, message: string): Decision => ({
     kind: "refuse",
@@ -153,13 +153,17 @@ export function createPurchase(deps: PurchaseDeps) {
   });
 
   /** The payer's active entitlement to this item, by CID or by its instruction. */
-  const activeFor = (payer: string, item: PricedContent) => deps.entitlements.active(payer, item.cid, item.instruction.id, now());
+  const activeFor = (payer: string, item: PricedContent) =>
+    deps.entitlements.active(payer, item.cid, item.instruction.id, now());
 
   /** A token for later downloads, never outliving the entitlement behind it. */
   async function accessFor(payer: string, item: PricedContent, entitlement: ActiveEntitlement | undefined) {
     if (!entitlement) return undefined;
     const expiresAt = Math.min(now() + deps.accessTokenTtlSeconds, entitlement.expiresAt ?? Number.POSITIVE_INFINITY);
-    return { token: await deps.accessTokens.sign({ payer: payer as `0x${string}`, cid: item.cid, exp: expiresAt }), expiresAt };
+    return {
+      token: await deps.accessTokens.sign({ payer: payer as `0x${string}`, cid: item.cid, exp: expiresAt }),
+      expiresAt,
+    };
   }
 
   async function serve(
@@ -172,13 +176,21 @@ export function createPurchase(deps: PurchaseDeps) {
     timings?: Timings,
   ): Promise<Decision> {
     if (range === "unsatisfiable") return { kind: "rangeNotSatisfiable", item };
-    const receipt = payment?.txHash ? buildReceipt(x402Version, payment.network as NetworkName, payment.txHash, payment.payer) : undefined;
+    const receipt = payment?.txHash
+      ? buildReceipt(x402Version, payment.network as NetworkName, payment.txHash, payment.payer)
+      : undefined;
     const access = await accessFor(payer, item, entitlement);
     return { kind: "serve", item, x402Version, receipt, range, access, timings };
   }
 
   /** Served on an entitlement: no settlement, no charge; the receipt is the original payment's. */
-  function serveEntitled(item: PricedContent, x402Version: X402Version, payer: string, entitlement: ActiveEntitlement, range: ByteRange | "unsatisfiable" | undefined) {
+  function serveEntitled(
+    item: PricedContent,
+    x402Version: X402Version,
+    payer: string,
+    entitlement: ActiveEntitlement,
+    range: ByteRange | "unsatisfiable" | undefined,
+  ) {
     const payment = entitlement.paymentId === null ? undefined : deps.payments.get(entitlement.paymentId);
     return serve(item, x402Version, payer, payment, range, entitlement);
   }
@@ -258,7 +270,8 @@ export function createPurchase(deps: PurchaseDeps) {
     if (!matched.ok) {
       // The price may have changed since this proof was settled: a paid proof still serves.
       const row = matched.rejection.reason !== Reason.signature ? paidBefore(item, proof) : undefined;
-      if (row && now() < row.validBefore) return serve(item, proof.x402Version, proof.from, row, range, activeFor(proof.from, item));
+      if (row && now() < row.validBefore)
+        return serve(item, proof.x402Version, proof.from, row, range, activeFor(proof.from, item));
       return refuse(item, proof, matched.rejection.reason, matched.rejection.message);
     }
     // Never charge for a file that is gone or changed since it was indexed.
@@ -276,26 +289,35 @@ export function createPurchase(deps: PurchaseDeps) {
     // Nobody pays for bytes that cannot be sent.
     if (range === "unsatisfiable") return { kind: "rangeNotSatisfiable", item };
 
-    // One purchase per buyer and file at a time: a second authorization from the same buyer waits,
-    // and is served on the entitlement the first one granted instead of paying twice.
+    // One purchase per buyer and file at a time: another authorization from the same buyer waits,
+    // and is served on the entitlement the first one granted instead of paying twice. (The same
+    // proof again is not held here: the settler joins it to the settlement already running.)
     const key = `${proof.from}|${item.cid}`;
-    for (let running = buying.get(key); running; running = buying.get(key)) {
-      await running;
+    for (let running = buying.get(key); running && running.nonce !== proof.nonce; running = buying.get(key)) {
+      await running.done;
       const owned = checkedLocally(proof) ? activeFor(proof.from, item) : undefined;
       if (owned) return serveEntitled(item, proof.x402Version, proof.from, owned, range);
     }
     const paying = deps.settler.pay(attemptOf(item, matched.value, proof));
-    const settled = paying.catch(() => undefined);
-    buying.set(key, settled);
+    const mine = { nonce: proof.nonce, done: paying.catch(() => undefined) };
+    if (!buying.has(key)) buying.set(key, mine);
     let outcome: Outcome;
     try {
       outcome = await paying;
     } finally {
-      if (buying.get(key) === settled) buying.delete(key);
+      if (buying.get(key) === mine) buying.delete(key);
     }
     switch (outcome.kind) {
       case "paid":
-        return serve(item, proof.x402Version, proof.from, outcome.payment, range, outcome.entitlement && { ...outcome.entitlement, paymentId: outcome.payment.id }, outcome.timings);
+        return serve(
+          item,
+          proof.x402Version,
+          proof.from,
+          outcome.payment,
+          range,
+          outcome.entitlement && { ...outcome.entitlement, paymentId: outcome.payment.id },
+          outcome.timings,
+        );
       case "existing":
         return existing(item, proof, outcome.payment, range);
       case "refused":

@@ -6,8 +6,8 @@
  * See docs/gateway.md "The request, step by step".
  */
 import { Elysia } from "elysia";
-import { errorBody } from "../http/errors";
 import { ACCESS_COOKIE, ACCESS_TOKEN_HEADER } from "../entitlements/access-token";
+import { errorBody } from "../http/errors";
 import { Header } from "../x402/headers";
 import type { PricedContent } from "./catalog";
 import type { Decision, Purchase } from "./purchase";

@@ -6,13 +6,14 @@
  *
  * Only instructions whose source is "file:..." are touched; each keeps its id
  * (matched by source) across reloads and restarts, and its version moves by
- * one only when its name, description or requirements change. A sync that
+ * one only when its name, description, requirements or access policy change. A sync that
  * changes nothing writes nothing. The pricing module decides what is desired
  * (pricing/load.ts) and words the refusals (pricing/sync.ts); the rules for
  * what a valid requirement is stay in requirements.ts. Called through the
  * instruction store (`syncFiles`), which bumps the catalog signal.
  */
 import type { Database } from "bun:sqlite";
+import type { AccessScope } from "../entitlements/policy";
 import type { StoredRequirement } from "./requirements";
 
 /** One instruction a pricing file declares, already validated (one owner per CID across the set). */
@@ -24,6 +25,9 @@ export interface FileInstruction {
   requirements: StoredRequirement[];
   /** JSON.stringify(requirements): compared with the stored text before anything is parsed. */
   requirementsJson: string;
+  /** Already checked with parseAccessPolicy. */
+  access: string;
+  access_scope: AccessScope;
   /** Each claim may carry more (where it was written); only `cid` is read here. */
   cids: readonly { cid: string }[];
 }
@@ -82,6 +86,8 @@ interface InstructionRow {
   description: string | null;
   requirements: string;
   source: string;
+  access: string;
+  access_scope: string;
 }
 
 /**
@@ -95,7 +101,7 @@ export function fileSyncStatements(sql: Database) {
       "SELECT 1 FROM payment_instructions WHERE source LIKE 'file:%' LIMIT 1",
     ),
     fileInstructions: sql.query<InstructionRow, []>(
-      "SELECT id, version, name, description, requirements, source FROM payment_instructions WHERE source LIKE 'file:%'",
+      "SELECT id, version, name, description, requirements, source, access, access_scope FROM payment_instructions WHERE source LIKE 'file:%'",
     ),
     fileMappings: sql.query<{ cid: string; instructionId: string }, []>(
       `SELECT m.cid AS cid, m.instruction_id AS instructionId FROM cid_mappings m
@@ -104,12 +110,13 @@ export function fileSyncStatements(sql: Database) {
     ownerOf: sql.query<{ id: string; name: string }, [string]>(
       "SELECT p.id AS id, p.name AS name FROM cid_mappings m JOIN payment_instructions p ON p.id = m.instruction_id WHERE m.cid = ?",
     ),
-    insert: sql.query<never, [string, string, string | null, string, string, string, string]>(
-      `INSERT INTO payment_instructions (id, version, name, description, requirements, source, created_at, updated_at)
-       VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7)`,
+    insert: sql.query<never, [string, string, string | null, string, string, string, string, string, string]>(
+      `INSERT INTO payment_instructions (id, version, name, description, requirements, source, created_at, updated_at, access, access_scope)
+       VALUES (?1, 1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)`,
     ),
-    update: sql.query<never, [string, string | null, string, number, string, string]>(
-      "UPDATE payment_instructions SET name = ?1, description = ?2, requirements = ?3, version = ?4, updated_at = ?5 WHERE id = ?6",
+    update: sql.query<never, [string, string | null, string, number, string, string, string, string]>(
+      `UPDATE payment_instructions SET name = ?1, description = ?2, requirements = ?3, version = ?4, updated_at = ?5,
+       access = ?7, access_scope = ?8 WHERE id = ?6`,
     ),
     remove: sql.query<never, [string]>("DELETE FROM payment_instructions WHERE id = ?"),
     detachAll: sql.query<never, [string]>("DELETE FROM cid_mappings WHERE instruction_id = ?"),
@@ -173,7 +180,7 @@ export function syncFileInstructions<I extends FileInstruction>(
       if (!row) {
         const id = Bun.randomUUIDv7();
         ids.set(inst.source, id);
-        q.insert.run(id, inst.name, inst.description, json, inst.source, stamp, stamp);
+        q.insert.run(id, inst.name, inst.description, json, inst.source, stamp, stamp, inst.access, inst.access_scope);
         changes.created.push({ id, source: inst.source, name: inst.name, version: 1 });
         continue;
       }
@@ -181,10 +188,12 @@ export function syncFileInstructions<I extends FileInstruction>(
       const same =
         row.name === inst.name &&
         (row.description ?? null) === inst.description &&
+        row.access === inst.access &&
+        row.access_scope === inst.access_scope &&
         // Same text is the common case; key order written by someone else still counts as the same.
         (row.requirements === json || canonicalJson(JSON.parse(row.requirements)) === canonicalJson(inst.requirements));
       if (same) continue;
-      q.update.run(inst.name, inst.description, json, row.version + 1, stamp, row.id);
+      q.update.run(inst.name, inst.description, json, row.version + 1, stamp, row.id, inst.access, inst.access_scope);
       changes.updated.push({ id: row.id, source: inst.source, name: inst.name, version: row.version + 1 });
     }
 

@@ -5,12 +5,15 @@
  * and the TypeScript types are derived from them.
  *
  * Field names follow the `pinata` SDK's x402 types (PaymentInstruction,
- * PaymentRequirement, CidAssociation, the list responses). `source` and
- * `updated_at` are additions; extra fields do not disturb the SDK.
+ * PaymentRequirement, CidAssociation, the list responses). `source`,
+ * `updated_at`, `access` and `access_scope` are cidgate's additions: optional
+ * on input (the SDK never sends them), answered always; extra fields do not
+ * disturb the SDK.
  * Each schema's `error` is the message a client sees for that field.
  */
 import { type Static, Type as T } from "@sinclair/typebox";
 import { NETWORK_SPELLINGS } from "../chain/networks";
+import { ACCESS_RULE } from "../entitlements/policy";
 
 export const MAX_REQUIREMENTS = 16;
 export const MAX_NAME = 255;
@@ -76,6 +79,20 @@ const Description = T.String({
   maxLength: MAX_DESCRIPTION,
   error: `must be a string of at most ${MAX_DESCRIPTION} characters`,
 });
+/** Checked by parseAccessPolicy in the store; the schema only says it is text, with the rule for the docs. */
+const Access = T.String({
+  maxLength: 16,
+  description:
+    'cidgate extension: what a payment buys beyond its proof. "forever" (default), "once", or a duration "30d", "12h", "2w", "90m"',
+  examples: ["forever", "once", "30d"],
+  error: ACCESS_RULE,
+});
+const AccessScope = T.Union([T.Literal("cid"), T.Literal("instruction")], {
+  description:
+    'cidgate extension: what the entitlement covers. "cid" (default): the CID paid for; "instruction": every CID of this instruction',
+  error: 'must be "cid" or "instruction"',
+});
+
 const Requirements = T.Array(PaymentRequirementInput, {
   minItems: 1,
   maxItems: MAX_REQUIREMENTS,
@@ -83,7 +100,13 @@ const Requirements = T.Array(PaymentRequirementInput, {
 });
 
 export const CreateInstructionBody = T.Object(
-  { name: Name, description: T.Optional(Description), payment_requirements: Requirements },
+  {
+    name: Name,
+    description: T.Optional(Description),
+    payment_requirements: Requirements,
+    access: T.Optional(Access),
+    access_scope: T.Optional(AccessScope),
+  },
   { error: "must be a JSON object with name and payment_requirements" },
 );
 export type CreateInstructionBody = Static<typeof CreateInstructionBody>;
@@ -96,8 +119,10 @@ export const UpdateInstructionBody = T.Object(
       T.Union([Description, T.Null()], { error: `must be a string of at most ${MAX_DESCRIPTION} characters, or null` }),
     ),
     payment_requirements: T.Optional(Requirements),
+    access: T.Optional(Access),
+    access_scope: T.Optional(AccessScope),
   },
-  { error: "must be a JSON object with at least one of name, description, payment_requirements" },
+  { error: "must be a JSON object with at least one of name, description, payment_requirements, access, access_scope" },
 );
 export type UpdateInstructionBody = Static<typeof UpdateInstructionBody>;
 
@@ -114,6 +139,10 @@ export const PaymentInstruction = T.Object({
   updated_at: T.String({ description: "ISO 8601 UTC" }),
   source: T.String({
     description: '"api", or "file:<pricing file>#<key>" when declared in a pricing YAML file (then read-only here)',
+  }),
+  access: T.String({ description: 'cidgate extension: "forever", "once" or a duration such as "30d"' }),
+  access_scope: T.Union([T.Literal("cid"), T.Literal("instruction")], {
+    description: 'cidgate extension: "cid" or "instruction"',
   }),
 });
 export type PaymentInstruction = Static<typeof PaymentInstruction>;

@@ -42,6 +42,8 @@ function toWire(r: InstructionRecord): PaymentInstruction {
     created_at: r.createdAt,
     updated_at: r.updatedAt,
     source: r.source,
+    access: r.access,
+    access_scope: r.access_scope,
   };
   if (r.description) out.description = r.description;
   return out;
@@ -108,6 +110,8 @@ export function instructionsModule(deps: InstructionsDeps) {
           name: body.name,
           description: body.description,
           requirements: requirementsOf(body.payment_requirements),
+          access: body.access,
+          access_scope: body.access_scope,
         });
         return { data: toWire(record) };
       },
@@ -132,6 +136,8 @@ export function instructionsModule(deps: InstructionsDeps) {
           name: body.name,
           description: body.description,
           requirements: body.payment_requirements && requirementsOf(body.payment_requirements),
+          access: body.access,
+          access_scope: body.access_scope,
         });
         return { data: toWire(record) };
       },

@@ -18,7 +18,15 @@ import { parseCid } from "../content/cid";
 import type { CatalogChanges } from "../db/changes";
 import type { Db, DbOrTx } from "../db/client";
 import { cidMappings, paymentInstructions } from "../db/schema";
-import { badRequest, conflict, notFound } from "../http/errors";
+import {
+  ACCESS_RULE,
+  type AccessScope,
+  DEFAULT_ACCESS,
+  DEFAULT_ACCESS_SCOPE,
+  isAccessScope,
+  parseAccessPolicy,
+} from "../entitlements/policy";
+import { badRequest, conflict, invalidInput, notFound } from "../http/errors";
 import {
   changed,
   type FileInstruction,
@@ -38,6 +46,10 @@ export interface InstructionRecord {
   requirements: StoredRequirement[];
   /** "api", or "file:<path relative to the config folder>#<key>" for pricing-file instructions. */
   source: string;
+  /** What a payment buys beyond its proof: "forever", "once" or a duration ("30d"); parse with parseAccessPolicy. */
+  access: string;
+  /** Snake case as on the wire: the name the purchase code was written against. */
+  access_scope: AccessScope;
   createdAt: string;
   updatedAt: string;
 }
@@ -59,7 +71,28 @@ const WRITE = { behavior: "immediate" } as const;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function toRecord(row: typeof paymentInstructions.$inferSelect): InstructionRecord {
-  return { ...row, requirements: row.requirements as StoredRequirement[] };
+  return {
+    id: row.id,
+    version: row.version,
+    name: row.name,
+    description: row.description,
+    requirements: row.requirements as StoredRequirement[],
+    source: row.source,
+    access: row.access,
+    access_scope: row.accessScope,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+  };
+}
+
+/** The access fields as given, checked: a 400 naming each bad one (the wire names, which the CLI and YAML share). */
+function checkAccess(input: { access?: string; access_scope?: string }): void {
+  const errors: { path: string; message: string }[] = [];
+  if (input.access !== undefined && !parseAccessPolicy(input.access))
+    errors.push({ path: "access", message: ACCESS_RULE });
+  if (input.access_scope !== undefined && !isAccessScope(input.access_scope))
+    errors.push({ path: "access_scope", message: 'must be "cid" or "instruction"' });
+  if (errors.length) throw invalidInput(errors);
 }
 
 /** A CID as stored (v1 in base32, v0 as Qm...), or a 400 naming `field`. */
@@ -105,6 +138,10 @@ export interface CreateInstructionInput {
   name: string;
   description?: string | null;
   requirements: StoredRequirement[];
+  /** Default "forever". */
+  access?: string;
+  /** Default "cid". */
+  access_scope?: AccessScope;
 }
 
 export interface UpdateInstructionInput {
@@ -112,6 +149,8 @@ export interface UpdateInstructionInput {
   /** null or "" clears it. */
   description?: string | null;
   requirements?: StoredRequirement[];
+  access?: string;
+  access_scope?: AccessScope;
 }
 
 export type InstructionStore = ReturnType<typeof createInstructionStore>;
@@ -172,6 +211,7 @@ export function createInstructionStore(db: Db, changes: CatalogChanges) {
   }
 
   function create(input: CreateInstructionInput, now = new Date()): InstructionRecord {
+    checkAccess(input);
     const at = now.toISOString();
     const row = {
       id: Bun.randomUUIDv7(),
@@ -180,21 +220,33 @@ export function createInstructionStore(db: Db, changes: CatalogChanges) {
       description: input.description || null,
       requirements: input.requirements,
       source: "api",
+      access: input.access ?? DEFAULT_ACCESS,
+      accessScope: input.access_scope ?? DEFAULT_ACCESS_SCOPE,
       createdAt: at,
       updatedAt: at,
     };
     db.insert(paymentInstructions).values(row).run();
     changes.bump();
-    return row;
+    return toRecord(row);
   }
 
   /** Applies the given fields; the version goes up by one only when something actually changed. */
   function update(id: string, patch: UpdateInstructionInput, now = new Date()): InstructionRecord {
-    if (patch.name === undefined && patch.description === undefined && patch.requirements === undefined) {
-      throw badRequest("give at least one of name, description, payment_requirements", [
-        { path: "(body)", message: "must contain at least one of name, description, payment_requirements" },
+    if (
+      patch.name === undefined &&
+      patch.description === undefined &&
+      patch.requirements === undefined &&
+      patch.access === undefined &&
+      patch.access_scope === undefined
+    ) {
+      throw badRequest("give at least one of name, description, payment_requirements, access, access_scope", [
+        {
+          path: "(body)",
+          message: "must contain at least one of name, description, payment_requirements, access, access_scope",
+        },
       ]);
     }
+    checkAccess(patch);
     const { record, wrote } = db.transaction((tx) => {
       const row = requireRow(tx, id);
       assertApiManaged(row);
@@ -202,10 +254,15 @@ export function createInstructionStore(db: Db, changes: CatalogChanges) {
         name: patch.name ?? row.name,
         description: patch.description === undefined ? row.description : patch.description || null,
         requirements: patch.requirements ?? (row.requirements as StoredRequirement[]),
+        access: patch.access ?? row.access,
+        accessScope: patch.access_scope ?? row.accessScope,
       };
+      // A new policy is a change like any other: what a payment buys is part of the offer.
       const changed =
         next.name !== row.name ||
         next.description !== row.description ||
+        next.access !== row.access ||
+        next.accessScope !== row.accessScope ||
         JSON.stringify(next.requirements) !== JSON.stringify(row.requirements);
       if (!changed) return { record: toRecord(row), wrote: false };
       const updated = { ...next, version: row.version + 1, updatedAt: now.toISOString() };

@@ -5,9 +5,9 @@
  */
 
 import type { AuthorizationFinding } from "../chain/authorization";
+import type { AccessPolicy, AccessScope } from "../entitlements/policy";
 import type { Facilitator, FacilitatorRequest } from "../facilitator/types";
 import { FacilitatorUnavailableError } from "../facilitator/types";
-import type { AccessPolicy, AccessScope } from "../entitlements/policy";
 import type { Payment, PaymentClaim, PaymentStore } from "./store";
 
 export type Outcome =
@@ -96,7 +96,13 @@ export function safeReason(error: unknown): string {
 }
 
 /** The settlement transaction is known: the row is settled. */
-export function paid(deps: SettlerDeps, attempt: PaymentAttempt, row: Payment, txHash: string, timings?: Timings): Outcome {
+export function paid(
+  deps: SettlerDeps,
+  attempt: PaymentAttempt,
+  row: Payment,
+  txHash: string,
+  timings?: Timings,
+): Outcome {
   const { claim, access } = attempt;
   const record = () => {
     // Only a pending row is marked; a row released meanwhile (it cannot be, within the bounds) is recorded anyway.

@@ -17,6 +17,13 @@ import { type ValueError, ValueErrorType } from "@sinclair/typebox/errors";
 import { canonicalNetwork, usdcAddress } from "../chain/networks";
 import { canonicalCid } from "../content/cid";
 import { relativePathProblem } from "../content/paths";
+import {
+  ACCESS_RULE,
+  type AccessScope,
+  DEFAULT_ACCESS,
+  DEFAULT_ACCESS_SCOPE,
+  parseAccessPolicy,
+} from "../entitlements/policy";
 import { type FieldError, normalizeRequirements, type StoredRequirement } from "../instructions/requirements";
 import type { Settings } from "../settings";
 import { envUsed, sameEnv } from "./env";
@@ -53,6 +60,9 @@ export interface DesiredInstruction {
   requirements: StoredRequirement[];
   /** JSON.stringify(requirements), made once per parse: the reconcile compares it with the stored text. */
   requirementsJson: string;
+  /** "forever" when the file does not say. */
+  access: string;
+  access_scope: AccessScope;
   cids: CidClaim[];
   files: FilePattern[];
 }
@@ -130,6 +140,8 @@ function schemaProblems(
       message = `${label}: must be a 0x-prefixed 20-byte hex address`;
     } else if (field === "network" && e.type === ValueErrorType.Union) {
       message = `${label}: must be one of base, base-sepolia, eip155:8453, eip155:84532`;
+    } else if (field === "access_scope" && e.type === ValueErrorType.Union) {
+      message = `${label}: must be "cid" or "instruction"`;
     }
     problem(where.at(segs, unknown), RULES[e.type] ?? "type", message);
   }
@@ -247,6 +259,7 @@ function checkData(
     if (normalized && !normalized.ok) reportRequirementRules(normalized.errors, file, base, check);
     const cids = checkCids(inst, base, check);
     const files = checkFilePatterns(inst, base, check);
+    const access = checkAccess(inst, base, check);
     if (errors.length > before || !normalized?.ok) continue;
 
     instructions.push({
@@ -257,6 +270,8 @@ function checkData(
       description: inst.description ?? null,
       requirements: normalized.value,
       requirementsJson: JSON.stringify(normalized.value),
+      access,
+      access_scope: inst.access_scope ?? DEFAULT_ACCESS_SCOPE,
       cids,
       files,
     });
@@ -372,6 +387,20 @@ function checkCids(inst: Instruction, base: Path, check: Check): CidClaim[] {
     }
   }
   return cids;
+}
+
+/** `access:` as the API takes it; a bare number (YAML reads `30` as one) is refused like any unit-less text. */
+function checkAccess(inst: Instruction, base: Path, check: Check): string {
+  if (inst.access === undefined) return DEFAULT_ACCESS;
+  const text = String(inst.access);
+  if (typeof inst.access !== "string" || !parseAccessPolicy(text)) {
+    check.problem(
+      check.where.at([...base, "access"]),
+      "access",
+      `${base.join(".")}.access: ${ACCESS_RULE} (got "${text}")`,
+    );
+  }
+  return text;
 }
 
 /** `files:` entries: relative paths or globs that cannot leave the content folder nor name hidden files. */

@@ -60,6 +60,20 @@ export const InstructionModel = t.Object(
         }),
       ),
     ),
+    access: t.Optional(
+      // A number is let through to load.ts, which says it needs a unit rather than "expected string".
+      t.Union([t.String(), t.Number()], {
+        description:
+          'What a payment buys beyond its proof: "forever" (default), "once" (nothing), or a duration such as 30d, 12h, 2w, 90m.',
+        examples: ["forever", "once", "30d"],
+      }),
+    ),
+    access_scope: t.Optional(
+      t.Union([t.Literal("cid"), t.Literal("instruction")], {
+        description:
+          'What a payment opens: "cid" (default), the file paid for; "instruction", every file of this instruction.',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -90,6 +90,8 @@ test("a pricing reload and a content re-index are seen on the next lookup", asyn
       description: null,
       requirements: [requirement("7")],
       requirementsJson: JSON.stringify([requirement("7")]),
+      access: "forever",
+      access_scope: "cid",
       cids: [{ cid: bCid, at: { file: "p.yaml", line: 1, column: 1 } }],
     } as unknown as Parameters<typeof reconcile>[1][number],
   ]);

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { NETWORKS } from "../../src/chain/networks";
+import { createAccessTokens } from "../../src/entitlements/access-token";
 import type { Facilitator } from "../../src/facilitator/types";
 import { createCatalog } from "../../src/gateway/catalog";
 import { decodeProof } from "../../src/gateway/proof";
@@ -38,7 +39,15 @@ afterAll(() => f?.cleanup());
 function purchaseAt(now: number) {
   const { payments } = f.stores;
   const settler = createLedgerSettler({ payments, facilitator: neverCalled, timeoutMs: 1000 });
-  return createPurchase({ catalog: createCatalog(f.db, f.stores, f.settings), payments, settler, now: () => now });
+  return createPurchase({
+    catalog: createCatalog(f.db, f.stores, f.settings),
+    payments,
+    settler,
+    entitlements: f.stores.entitlements,
+    accessTokens: createAccessTokens({ managementSecret: "purchase-test-secret-purchase-test-0001" }),
+    accessTokenTtlSeconds: 3600,
+    now: () => now,
+  });
 }
 
 describe("a settled proof re-presented", () => {

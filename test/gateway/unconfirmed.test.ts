@@ -32,7 +32,7 @@ let stack: TestStack;
 beforeAll(async () => {
   stack = await createTestStack({
     files: { "file.txt": FILE, "other.txt": OTHER },
-    buyers: 3,
+    buyers: 4,
     env: { RECEIPT_TIMEOUT_SECONDS: "1" },
     // lostAnswerFacilitator (a fake): settles for real, then the answer is "lost" on its way back.
     wrapFacilitator: (real) => ({
@@ -192,13 +192,13 @@ describe("concurrent retries of an unconfirmed proof", () => {
 
 describe("the settle never reached the chain", () => {
   test("500 first; the same proof again is settled by the facilitator, once", async () => {
-    const p = await proof(2);
-    const before = await charges(2);
+    const p = await proof(3); // a buyer who owns neither file yet
+    const before = await charges(3);
     fault = "neverSent";
     const first = await get("other.txt", p.header).finally(() => (fault = "none"));
     expect(first.status).toBe(500);
-    expect(await charges(2)).toEqual(before);
-    expect(rowOf(2, p.nonce).state).toBe("pending");
+    expect(await charges(3)).toEqual(before);
+    expect(rowOf(3, p.nonce).state).toBe("pending");
 
     // While unconfirmed, the authorization cannot pay for other content.
     const elsewhere = await get("file.txt", p.header);
@@ -208,9 +208,9 @@ describe("the settle never reached the chain", () => {
     const again = await get("other.txt", p.header);
     expect(again.status).toBe(200);
     expect(again.text).toBe(OTHER);
-    const after = await charges(2);
+    const after = await charges(3);
     expect(after.length).toBe(before.length + 1);
-    expect(rowOf(2, p.nonce)).toMatchObject({ state: "settled", txHash: again.receipt.transaction });
+    expect(rowOf(3, p.nonce)).toMatchObject({ state: "settled", txHash: again.receipt.transaction });
   });
 });
 

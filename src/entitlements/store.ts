@@ -1,0 +1,225 @@
+/**
+ * The entitlements table: who may download what without paying again. This
+ * store is the table's only writer: the ledger's settler grants through
+ * `grantForPayment` inside the transaction that marks a payment settled, the
+ * management API and the CLI grant and revoke by hand, and the gateway asks
+ * `active` on every credential that is not a fresh payment.
+ *
+ * Statements are prepared once per store (drizzle's builder costs 0.2-0.4 ms
+ * a call, more than SQLite's work here). None of the writes opens a
+ * transaction: one statement each, so each is atomic on its own, and
+ * `grantForPayment` must join the caller's (a nested BEGIN would throw).
+ *
+ * Payers are stored EIP-55 checksummed and looked up by the checksummed form
+ * of whatever spelling is asked, so the (payer, ...) indexes serve the hot
+ * lookup; `lower(payer) = ?` would scan.
+ */
+import { and, desc, eq, gt, isNull, lt, or, type SQL, sql } from "drizzle-orm";
+import { getAddress, isAddress } from "viem";
+import type { Db } from "../db/client";
+import { entitlements } from "../db/schema";
+import { type AccessPolicy, type AccessScope, expiryOf } from "./policy";
+
+export type Entitlement = typeof entitlements.$inferSelect;
+
+export interface EntitlementFilter {
+  payer?: string;
+  cid?: string;
+  instructionId?: string;
+  /** true: only entitlements usable at `now`; false: only revoked or expired ones. Needs `now`. */
+  active?: boolean;
+  /** Unix seconds, for `active`. */
+  now?: number;
+}
+
+export interface GrantForPaymentInput {
+  payer: string;
+  cid: string;
+  instructionId: string;
+  paymentId: number;
+  policy: AccessPolicy;
+  scope: AccessScope;
+  nowSeconds: number;
+}
+
+export interface GrantInput {
+  payer: string;
+  /** Given: the entitlement covers this CID only; absent: every CID of the instruction. */
+  cid?: string;
+  instructionId: string;
+  /** Unix seconds; null or absent = never. */
+  expiresAt?: number | null;
+  note?: string;
+}
+
+/** The checksummed spelling of an address, or undefined when it is not one. */
+function checksummed(address: string): string | undefined {
+  return isAddress(address, { strict: false }) ? getAddress(address.toLowerCase()) : undefined;
+}
+
+const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
+
+/** Usable at `now`: not revoked and not expired (an expiry is the first second it no longer holds). */
+function activeAt(now: SQL | number): SQL {
+  return and(isNull(entitlements.revokedAt), or(isNull(entitlements.expiresAt), gt(entitlements.expiresAt, now)))!;
+}
+
+function prepareStatements(db: Db) {
+  const p = sql.placeholder;
+  return {
+    active: db
+      .select()
+      .from(entitlements)
+      .where(
+        and(
+          eq(entitlements.payer, p("payer")),
+          activeAt(sql`${p("now")}`),
+          or(
+            and(eq(entitlements.scope, "cid"), eq(entitlements.cid, p("cid"))),
+            and(eq(entitlements.scope, "instruction"), eq(entitlements.instructionId, p("instructionId"))),
+          ),
+        ),
+      )
+      // The longest-lasting first: what a token's lifetime is capped by.
+      .orderBy(sql`${entitlements.expiresAt} IS NULL DESC`, desc(entitlements.expiresAt), desc(entitlements.id))
+      .limit(1)
+      .prepare(),
+    byPayment: db
+      .select()
+      .from(entitlements)
+      .where(eq(entitlements.paymentId, p("paymentId")))
+      .prepare(),
+    byId: db
+      .select()
+      .from(entitlements)
+      .where(eq(entitlements.id, p("id")))
+      .prepare(),
+    insert: db
+      .insert(entitlements)
+      .values({
+        payer: p("payer"),
+        scope: p("scope"),
+        cid: p("cid"),
+        instructionId: p("instructionId"),
+        source: p("source"),
+        paymentId: p("paymentId"),
+        grantedAt: p("grantedAt"),
+        expiresAt: p("expiresAt"),
+        revokedAt: null,
+        note: p("note"),
+      })
+      // A second grant for the same payment (a retried settle, a recovery) keeps the first.
+      .onConflictDoNothing({ target: entitlements.paymentId })
+      .returning()
+      .prepare(),
+    revoke: db
+      .update(entitlements)
+      .set({ revokedAt: sql`${p("revokedAt")}` })
+      .where(and(eq(entitlements.id, p("id")), isNull(entitlements.revokedAt)))
+      .returning()
+      .prepare(),
+  };
+}
+
+/** The entitlements store of one database: the table's only writer. */
+export function createEntitlementStore(db: Db) {
+  const statements = prepareStatements(db);
+
+  function get(id: number): Entitlement | undefined {
+    return statements.byId.get({ id });
+  }
+
+  return {
+    /**
+     * The hot lookup: an entitlement of `payer` usable at `nowSeconds` that
+     * covers `cid`, either for that CID or for the whole instruction.
+     * Undefined when there is none or `payer` is not an address.
+     */
+    active(payer: string, cid: string, instructionId: string, nowSeconds: number): Entitlement | undefined {
+      const who = checksummed(payer);
+      if (!who) return undefined;
+      return statements.active.get({ payer: who, cid, instructionId, now: nowSeconds });
+    },
+
+    /**
+     * What a settled payment grants under its instruction's policy; undefined
+     * (nothing written) for `once`. Synchronous and one statement at most, so
+     * it runs inside the ledger's settle transaction on the same connection.
+     * Idempotent per payment: a second call answers the row the first wrote.
+     */
+    grantForPayment(input: GrantForPaymentInput): Entitlement | undefined {
+      const expiresAt = expiryOf(input.policy, input.nowSeconds);
+      if (expiresAt === undefined) return undefined;
+      const existing = statements.byPayment.get({ paymentId: input.paymentId });
+      if (existing) return existing;
+      const payer = checksummed(input.payer) ?? input.payer;
+      const row = statements.insert.get({
+        payer,
+        scope: input.scope,
+        cid: input.scope === "cid" ? input.cid : null,
+        instructionId: input.instructionId,
+        source: "payment",
+        paymentId: input.paymentId,
+        grantedAt: iso(input.nowSeconds),
+        expiresAt,
+        note: null,
+      });
+      return row ?? statements.byPayment.get({ paymentId: input.paymentId });
+    },
+
+    /** A grant by hand (a gift, a refund made good): scope "cid" when a CID is given, else "instruction". */
+    grant(input: GrantInput, nowSeconds: number): Entitlement {
+      const payer = checksummed(input.payer);
+      if (!payer) throw new Error(`not an address: ${input.payer}`);
+      return statements.insert.get({
+        payer,
+        scope: input.cid ? "cid" : "instruction",
+        cid: input.cid ?? null,
+        instructionId: input.instructionId,
+        source: "grant",
+        paymentId: null,
+        grantedAt: iso(nowSeconds),
+        expiresAt: input.expiresAt ?? null,
+        note: input.note ?? null,
+      })!;
+    },
+
+    /** Revokes; a second revoke keeps the first time. Undefined for an unknown id. */
+    revoke(id: number, nowSeconds: number): Entitlement | undefined {
+      return statements.revoke.get({ id, revokedAt: iso(nowSeconds) }) ?? get(id);
+    },
+
+    get,
+
+    /** One page, newest first, keyed by row id (keyset paging: stable while rows are added). */
+    list(filter: EntitlementFilter, page: { limit: number; afterId?: number }) {
+      const where: SQL[] = [];
+      if (filter.payer) where.push(eq(entitlements.payer, checksummed(filter.payer) ?? filter.payer));
+      if (filter.cid) where.push(eq(entitlements.cid, filter.cid));
+      if (filter.instructionId) where.push(eq(entitlements.instructionId, filter.instructionId));
+      if (filter.active !== undefined) {
+        if (filter.now === undefined) throw new Error("list: the active filter needs now");
+        const live = activeAt(filter.now);
+        where.push(filter.active ? live : sql`NOT (${live})`);
+      }
+      if (page.afterId !== undefined) where.push(lt(entitlements.id, page.afterId));
+      const rows = db
+        .select()
+        .from(entitlements)
+        .where(where.length ? and(...where) : undefined)
+        .orderBy(desc(entitlements.id))
+        .limit(page.limit + 1)
+        .all();
+      const more = rows.length > page.limit;
+      const items = more ? rows.slice(0, page.limit) : rows;
+      return { items, nextAfterId: more ? items[items.length - 1].id : undefined };
+    },
+  };
+}
+
+export type EntitlementStore = ReturnType<typeof createEntitlementStore>;
+
+/** Whether `e` is usable at `nowSeconds` (for answers; queries filter in SQL). */
+export function isActive(e: Entitlement, nowSeconds: number): boolean {
+  return e.revokedAt === null && (e.expiresAt === null || e.expiresAt > nowSeconds);
+}
