@@ -8,7 +8,9 @@
 import { type ContentStore, createContentStore } from "./content/store";
 import { type CatalogChanges, createCatalogChanges } from "./db/changes";
 import type { Db } from "./db/client";
+import { createSiwxNonceStore, type SiwxNonceStore } from "./entitlements/siwx-nonces";
 import { createInstructionStore, type InstructionStore } from "./instructions/store";
+import { createPaymentIdentifierStore, type PaymentIdentifierStore } from "./ledger/payment-identifiers";
 import { createPaymentStore, type PaymentStore } from "./ledger/store";
 import type { Settings } from "./settings";
 
@@ -18,6 +20,10 @@ export interface Stores {
   content: ContentStore;
   /** The ledger: not part of the catalog, so its writes bump nothing. */
   payments: PaymentStore;
+  /** payment-identifier idempotency keys (ledger): no catalog signal either. */
+  paymentIdentifiers: PaymentIdentifierStore;
+  /** Used sign-in-with-x nonces: what keeps a sign-in single-use across processes. */
+  siwxNonces: SiwxNonceStore;
 }
 
 export function createStores(db: Db, settings: Pick<Settings, "contentDir">): Stores {
@@ -27,5 +33,7 @@ export function createStores(db: Db, settings: Pick<Settings, "contentDir">): St
     instructions: createInstructionStore(db, changes),
     content: createContentStore(db, settings, changes),
     payments: createPaymentStore(db),
+    paymentIdentifiers: createPaymentIdentifierStore(db),
+    siwxNonces: createSiwxNonceStore(db),
   };
 }
