@@ -30,11 +30,12 @@ export type PaymentIdentifierRead =
   | { ok: true; id: string }
   | { ok: false; reason: typeof Reason.paymentIdentifierInvalid; message: string };
 
-const INVALID = {
+// One shared answer, frozen: no caller can change what the next one gets.
+const INVALID = Object.freeze({
   ok: false,
   reason: Reason.paymentIdentifierInvalid,
   message: "payment-identifier id must be 16-128 characters of letters, digits, '-' and '_'",
-} as const;
+} as const);
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
