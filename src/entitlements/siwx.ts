@@ -195,7 +195,7 @@ export function createSiwx(options: SiwxOptions): Siwx {
     const verifyContract = options.verifyContract;
     if (!verifyContract) {
       return signature.length === 132
-        ? fail(Reason.siwxInvalidSignature, "the signature is not the address's")
+        ? fail(Reason.siwxInvalidSignature, "the signature is not the address's key (no RPC here for smart wallets)")
         : fail(Reason.siwxSmartWalletUnsupported, "smart-wallet signatures cannot be checked here (no RPC configured)");
     }
     // A contract wallet (EIP-1271), deployed or not (EIP-6492), decides itself; it may take 65 bytes too.
