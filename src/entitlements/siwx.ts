@@ -48,12 +48,11 @@ const MAX_HEADER_LENGTH = 24_576;
 
 const STATEMENT = "Sign in with the wallet that paid, to download again without paying again.";
 /** Base and Base Sepolia, signed as plain EIP-191 messages (EIP-1271/6492 for smart wallets). */
-const SUPPORTED_CHAINS = [NETWORKS.base, NETWORKS["base-sepolia"]].map((n) => ({
-  chainId: n.caip2,
-  type: "eip191",
-}));
+const SUPPORTED_CHAINS = deepFreeze(
+  [NETWORKS.base, NETWORKS["base-sepolia"]].map((n) => ({ chainId: n.caip2, type: "eip191" })),
+);
 const SUPPORTED_CHAIN_IDS = new Set<string>(SUPPORTED_CHAINS.map((c) => c.chainId));
-const PROOF_SCHEMA = buildSIWxSchema() as unknown as Record<string, unknown>;
+const PROOF_SCHEMA = deepFreeze(buildSIWxSchema() as unknown as Record<string, unknown>);
 const checkProof = TypeCompiler.Compile(SiwxProof);
 
 /**
@@ -130,7 +129,8 @@ export function createSiwx(options: SiwxOptions): Siwx {
     const hit = challenges.get(resourceUrl);
     if (hit && hit.bucket === bucket) return hit.entry;
     const issuedAt = bucket * SIWX_BUCKET_SECONDS;
-    const entry: SiwxChallenge = {
+    // Frozen: callers cache what they build from it by identity, so nobody may change it.
+    const entry: SiwxChallenge = deepFreeze({
       info: {
         domain,
         uri: resourceUrl,
@@ -143,7 +143,7 @@ export function createSiwx(options: SiwxOptions): Siwx {
       },
       supportedChains: SUPPORTED_CHAINS,
       schema: PROOF_SCHEMA,
-    };
+    });
     if (challenges.size >= CHALLENGES_MAX && !hit) challenges.clear();
     challenges.set(resourceUrl, { bucket, entry });
     return entry;
@@ -323,6 +323,14 @@ export function siweMessage(proof: SiwxProof): string | undefined {
 function roundTrips(iso: string): boolean {
   const ms = Date.parse(iso);
   return Number.isFinite(ms) && new Date(ms).toISOString() === iso;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
 }
 
 /** Unix seconds of an ISO 8601 date-time with a zone, or undefined. */

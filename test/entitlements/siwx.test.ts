@@ -113,6 +113,10 @@ test("the challenge is one object per resource and minute: the cached 402 is reb
   const s = server();
   const a = s.challenge(RESOURCE, T0);
   expect(s.challenge(RESOURCE, T0 + 49)).toBe(a);
+  // Frozen, all the way down: what is cached by its identity cannot change under the cache.
+  expect([a, a.info, a.info.resources, a.supportedChains, a.supportedChains[0], a.schema].every(Object.isFrozen)).toBe(
+    true,
+  );
   const next = s.challenge(RESOURCE, T0 + 50);
   expect(next).not.toBe(a);
   expect(next.info.nonce).not.toBe(a.info.nonce);
