@@ -9,7 +9,9 @@ import { type ContentStore, createContentStore } from "./content/store";
 import { type CatalogChanges, createCatalogChanges } from "./db/changes";
 import type { Db } from "./db/client";
 import { createEntitlementStore, type EntitlementStore } from "./entitlements/store";
+import { createSiwxNonceStore, type SiwxNonceStore } from "./entitlements/siwx-nonces";
 import { createInstructionStore, type InstructionStore } from "./instructions/store";
+import { createPaymentIdentifierStore, type PaymentIdentifierStore } from "./ledger/payment-identifiers";
 import { createPaymentStore, type PaymentStore } from "./ledger/store";
 import type { Settings } from "./settings";
 
@@ -21,6 +23,10 @@ export interface Stores {
   payments: PaymentStore;
   /** Who may download what again: not part of the catalog either (an offer does not depend on the buyer). */
   entitlements: EntitlementStore;
+  /** payment-identifier idempotency keys (ledger): no catalog signal either. */
+  paymentIdentifiers: PaymentIdentifierStore;
+  /** Used sign-in-with-x nonces: what keeps a sign-in single-use across processes. */
+  siwxNonces: SiwxNonceStore;
 }
 
 export function createStores(db: Db, settings: Pick<Settings, "contentDir">): Stores {
@@ -31,5 +37,7 @@ export function createStores(db: Db, settings: Pick<Settings, "contentDir">): St
     content: createContentStore(db, settings, changes),
     payments: createPaymentStore(db),
     entitlements: createEntitlementStore(db),
+    paymentIdentifiers: createPaymentIdentifierStore(db),
+    siwxNonces: createSiwxNonceStore(db),
   };
 }

@@ -117,3 +117,30 @@ export const entitlements = sqliteTable(
     uniqueIndex("entitlements_payment").on(t.paymentId),
   ],
 );
+
+/**
+ * Owned by entitlements/siwx-nonces.ts. A sign-in-with-x nonce once used, so
+ * that a signed sign-in is accepted once even across processes sharing the
+ * file. Rows older than a nonce's lifetime can never match again: pruned.
+ */
+export const siwxNonces = sqliteTable(
+  "siwx_nonces",
+  {
+    nonce: text("nonce").primaryKey(),
+    usedAt: integer("used_at").notNull(), // unix seconds
+  },
+  (t) => [index("siwx_nonces_used_at").on(t.usedAt)],
+);
+
+/**
+ * Owned by ledger/payment-identifiers.ts. The x402 `payment-identifier`
+ * extension's idempotency keys: the same id with the same payload is the same
+ * request (its payment, once known), the same id with another payload a conflict.
+ */
+export const paymentIdentifiers = sqliteTable("payment_identifiers", {
+  id: text("id").primaryKey(),
+  /** sha256 of the payment payload the id first came with. */
+  payloadHash: text("payload_hash").notNull(),
+  paymentId: integer("payment_id"),
+  createdAt: text("created_at").notNull(),
+});

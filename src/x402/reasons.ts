@@ -44,6 +44,45 @@ export const Reason = {
   paymentAlreadyUsed: "payment_already_used",
   /** Another request is settling this authorization, or its settlement is unconfirmed. */
   paymentInProgress: "payment_in_progress",
+
+  /*
+   * sign-in-with-x (entitlements/siwx.ts): why a SIGN-IN-WITH-X header was
+   * not taken as the buyer's. Ours: the x402 package's own codes
+   * (`invalid_siwx_*`) are not exported as constants and differ in scope.
+   */
+  /** Not base64 JSON of a sign-in-with-x proof, or a field has the wrong form. */
+  siwxInvalidHeader: "siwx_invalid_header",
+  /** `domain` is not PUBLIC_URL's host: signed for another site. */
+  siwxDomainMismatch: "siwx_domain_mismatch",
+  /** `uri` is not this resource's URL. */
+  siwxUriMismatch: "siwx_uri_mismatch",
+  /** A chain or signature type we did not offer. */
+  siwxUnsupportedChain: "siwx_unsupported_chain",
+  /** `issuedAt` more than 5 minutes ago. */
+  siwxIssuedAtTooOld: "siwx_issued_at_too_old",
+  /** `issuedAt` later than now (beyond a small clock skew). */
+  siwxIssuedAtInFuture: "siwx_issued_at_in_future",
+  /** `expirationTime` has passed. */
+  siwxExpired: "siwx_expired",
+  /** `notBefore` is still ahead. */
+  siwxNotYetValid: "siwx_not_yet_valid",
+  /** The nonce is not one we issued for this resource. */
+  siwxInvalidNonce: "siwx_invalid_nonce",
+  /** Our nonce, but issued more than 5 minutes ago. */
+  siwxNonceExpired: "siwx_nonce_expired",
+  /** This sign-in was accepted once already. */
+  siwxNonceReused: "siwx_nonce_reused",
+  /** The signature is not the address's. */
+  siwxInvalidSignature: "siwx_invalid_signature",
+  /** A smart-wallet (EIP-1271/6492) signature and no RPC configured to check it. */
+  siwxSmartWalletUnsupported: "siwx_smart_wallet_unsupported",
+  /** The check could not be made now (RPC or database): not the signer's fault, try again. */
+  siwxUnavailable: "siwx_unavailable",
+
+  /** payment-identifier (x402/payment-identifier.ts): an id that is not 16-128 of [A-Za-z0-9_-]. */
+  paymentIdentifierInvalid: "payment_identifier_invalid",
+  /** The same payment-identifier came with another payload (the spec's 409). */
+  paymentIdentifierConflict: "payment_identifier_conflict",
 } as const;
 
 export type ReasonCode = (typeof Reason)[keyof typeof Reason];
