@@ -7,7 +7,9 @@
 import { Elysia } from "elysia";
 import type { Db } from "./db/client";
 import { createAccessTokens } from "./entitlements/access-token";
+import { contractVerifier } from "./entitlements/contract-verifier";
 import { entitlementsModule } from "./entitlements/routes";
+import { createSiwx } from "./entitlements/siwx";
 import type { Facilitator } from "./facilitator/types";
 import { createCatalog } from "./gateway/catalog";
 import { createPurchase } from "./gateway/purchase";
@@ -69,6 +71,16 @@ export function composeApp(deps: AppDeps) {
     entitlements,
     accessTokens: createAccessTokens({ managementSecret: jwtSecret }),
     accessTokenTtlSeconds: settings.accessTokenTtlSeconds,
+    siwx: createSiwx({
+      // domain and uri come from PUBLIC_URL, never from a request's Host header (X402.md, trap 11)
+      publicUrl,
+      secret: jwtSecret,
+      nonces: stores.siwxNonces,
+      verifyContract: settings.rpcUrl
+        ? contractVerifier(settings.rpcUrl, Math.min(10_000, settings.facilitatorTimeoutMs))
+        : undefined,
+    }),
+    paymentIdentifiers: stores.paymentIdentifiers,
   });
   const gateway = createGatewayHandler({ purchase, secureCookies: publicUrl.startsWith("https:") });
   const app = new Elysia()

@@ -8,8 +8,8 @@
 import { type ContentStore, createContentStore } from "./content/store";
 import { type CatalogChanges, createCatalogChanges } from "./db/changes";
 import type { Db } from "./db/client";
-import { createEntitlementStore, type EntitlementStore } from "./entitlements/store";
 import { createSiwxNonceStore, type SiwxNonceStore } from "./entitlements/siwx-nonces";
+import { createEntitlementStore, type EntitlementStore } from "./entitlements/store";
 import { createInstructionStore, type InstructionStore } from "./instructions/store";
 import { createPaymentIdentifierStore, type PaymentIdentifierStore } from "./ledger/payment-identifiers";
 import { createPaymentStore, type PaymentStore } from "./ledger/store";

@@ -15,9 +15,13 @@ import type { NetworkName } from "../chain/networks";
 import { parseCid } from "../content/cid";
 import type { AccessTokens } from "../entitlements/access-token";
 import { parseAccessPolicy } from "../entitlements/policy";
+import type { Siwx } from "../entitlements/siwx";
+import type { PaymentIdentifierStore } from "../ledger/payment-identifiers";
 import type { Outcome, PaymentAttempt, Timings } from "../ledger/settler";
 import { isUnconfirmed, type Payment } from "../ledger/store";
+import type { PaymentIdentifierEntry, SiwxChallenge } from "../x402/extensions";
 import type { FacilitatorRequest, Receipt, X402Version } from "../x402/models";
+import { paymentIdentifierExtension, paymentPayloadHash, readPaymentIdentifier } from "../x402/payment-identifier";
 import { Reason } from "../x402/reasons";
 import type { PricedContent } from "./catalog";
 import { type DecodedProof, decodeProof, matchAndCheck } from "./proof";
@@ -33,6 +37,8 @@ export interface Credentials {
   xPayment?: string | null;
   /** An access token from an earlier paid or entitled answer (cookie or bearer). */
   accessToken?: string | null;
+  /** SIGN-IN-WITH-X: the buyer's wallet signs in (the `sign-in-with-x` extension). */
+  signIn?: string | null;
 }
 
 export interface PurchaseRequest {
@@ -47,7 +53,8 @@ export interface PurchaseRequest {
 
 export type Decision =
   | { kind: "notFound"; message: string }
-  | { kind: "offer"; item: PricedContent }
+  /** The 402; `extensions` are the v2 offer's (sign-in-with-x, payment-identifier), the same object for a minute. */
+  | { kind: "offer"; item: PricedContent; extensions: OfferExtensions }
   | { kind: "refuse"; item: PricedContent; x402Version: X402Version; reason: string; message: string }
   | {
       kind: "serve";
@@ -61,6 +68,8 @@ export type Decision =
       timings?: Timings;
     }
   | { kind: "rangeNotSatisfiable"; item: PricedContent }
+  /** payment-identifier: this id came before with another payment (409). */
+  | { kind: "conflict"; reason: string; message: string }
   /** Sent to the chain, not confirmed yet: the same proof again shortly is served. */
   | { kind: "pending"; message: string }
   /** The facilitator (or chain) gave no answer: nothing was decided, the same proof may come again. */
@@ -84,10 +93,18 @@ export interface PurchaseDeps {
     active(payer: string, cid: string, instructionId: string, nowSeconds: number): ActiveEntitlement | undefined;
   };
   accessTokens: AccessTokens;
+  siwx: Pick<Siwx, "challenge" | "verify">;
+  paymentIdentifiers: Pick<PaymentIdentifierStore, "remember" | "attach">;
   /** ACCESS_TOKEN_TTL, in seconds. */
   accessTokenTtlSeconds: number;
   /** Unix seconds. */
   now?: () => number;
+}
+
+/** What a v2 offer carries besides its requirements. */
+export interface OfferExtensions {
+  "sign-in-with-x": SiwxChallenge;
+  "payment-identifier": PaymentIdentifierEntry;
 }
 
 // Built once: a 404 for a CID nobody sells is as hot as a 402.
@@ -143,6 +160,22 @@ export function createPurchase(deps: PurchaseDeps) {
   const now = deps.now ?? (() => Math.floor(Date.now() / 1000));
   /** Purchases settling now, by payer and CID: a second one from the same buyer waits for the first. */
   const buying = new Map<string, { nonce: string; done: Promise<unknown> }>();
+
+  /**
+   * The offer. Its sign-in challenge changes once a minute (a stateless
+   * nonce), so the extensions object is the same for a minute: the adapter
+   * keeps one prebuilt 402 per offer and extensions object.
+   */
+  const extensionsByChallenge = new WeakMap<SiwxChallenge, OfferExtensions>();
+  function offer(item: PricedContent): Decision {
+    const challenge = deps.siwx.challenge(item.required.resourceUrl, now());
+    let extensions = extensionsByChallenge.get(challenge);
+    if (!extensions) {
+      extensions = { "sign-in-with-x": challenge, "payment-identifier": paymentIdentifierExtension() };
+      extensionsByChallenge.set(challenge, extensions);
+    }
+    return { kind: "offer", item, extensions };
+  }
 
   const refuse = (item: PricedContent, proof: DecodedProof, reason: string, message: string): Decision => ({
     kind: "refuse",
@@ -247,9 +280,12 @@ export function createPurchase(deps: PurchaseDeps) {
   function decide(request: PurchaseRequest): Decision | Promise<Decision> {
     const item = deps.catalog.lookup(request.cid);
     if (!item) return parseCid(request.cid) ? NOT_PRICED : NOT_A_CID;
-    const { paymentSignature, xPayment, accessToken } = request.credentials;
+    const { paymentSignature, xPayment, accessToken, signIn } = request.credentials;
     const header = paymentSignature ?? xPayment;
-    if (!header) return accessToken ? withToken(item, accessToken, request) : { kind: "offer", item };
+    if (!header) {
+      if (accessToken) return withToken(item, accessToken, request);
+      return signIn ? withSignIn(item, signIn, request) : offer(item);
+    }
     const decoded = decodeProof(header);
     if (!decoded.ok) return { kind: "refuse", item, x402Version: paymentSignature ? 2 : 1, ...decoded.rejection };
     return withProof(item, decoded.value, request);
@@ -259,9 +295,23 @@ export function createPurchase(deps: PurchaseDeps) {
   async function withToken(item: PricedContent, token: string, request: PurchaseRequest): Promise<Decision> {
     const claims = await deps.accessTokens.verify(token, item.cid, now());
     const entitlement = claims && activeFor(claims.payer, item);
-    if (!claims || !entitlement) return { kind: "offer", item };
+    if (!claims || !entitlement) return offer(item);
     if (!(await fileIsIndexed(item))) return NOT_PRICED;
     return serveEntitled(item, 2, claims.payer, entitlement, parseRange(request.range, item.file.size));
+  }
+
+  /**
+   * Sign-in-with-x: a wallet that owns the file downloads it again without
+   * paying; any other wallet gets the offer. A sign-in that is not valid
+   * (another site's, replayed, stale, forged) is refused with its reason.
+   */
+  async function withSignIn(item: PricedContent, header: string, request: PurchaseRequest): Promise<Decision> {
+    const verdict = await deps.siwx.verify(header, item.required.resourceUrl, now());
+    if (!verdict.ok) return { kind: "refuse", item, x402Version: 2, reason: verdict.reason, message: verdict.message };
+    const entitlement = activeFor(verdict.address, item);
+    if (!entitlement) return offer(item);
+    if (!(await fileIsIndexed(item))) return NOT_PRICED;
+    return serveEntitled(item, 2, verdict.address, entitlement, parseRange(request.range, item.file.size));
   }
 
   async function withProof(item: PricedContent, proof: DecodedProof, request: PurchaseRequest): Promise<Decision> {
@@ -284,10 +334,29 @@ export function createPurchase(deps: PurchaseDeps) {
 
     if (!request.charge) {
       const row = paidBefore(item, proof);
-      return row ? existing(item, proof, row, range) : { kind: "offer", item };
+      return row ? existing(item, proof, row, range) : offer(item);
     }
     // Nobody pays for bytes that cannot be sent.
     if (range === "unsatisfiable") return { kind: "rangeNotSatisfiable", item };
+
+    // payment-identifier: the same id with the same payload is this very request again (the
+    // ledger answers it as the same proof); with another payload it is refused before any charge.
+    const paymentId = readPaymentIdentifier(proof.raw);
+    if (paymentId && !paymentId.ok) return refuse(item, proof, paymentId.reason, paymentId.message);
+    if (paymentId?.ok) {
+      const seen = deps.paymentIdentifiers.remember(
+        paymentId.id,
+        paymentPayloadHash(proof.raw),
+        new Date(now() * 1000).toISOString(),
+      );
+      if (seen.kind === "conflict") {
+        return {
+          kind: "conflict",
+          reason: Reason.paymentIdentifierConflict,
+          message: "this payment id was used with another payment",
+        };
+      }
+    }
 
     // One purchase per buyer and file at a time: another authorization from the same buyer waits,
     // and is served on the entitlement the first one granted instead of paying twice. (The same
@@ -306,6 +375,9 @@ export function createPurchase(deps: PurchaseDeps) {
       outcome = await paying;
     } finally {
       if (buying.get(key) === mine) buying.delete(key);
+    }
+    if (paymentId?.ok && (outcome.kind === "paid" || outcome.kind === "existing")) {
+      deps.paymentIdentifiers.attach(paymentId.id, outcome.payment.id);
     }
     switch (outcome.kind) {
       case "paid":

@@ -8,9 +8,10 @@
 import { Elysia } from "elysia";
 import { ACCESS_COOKIE, ACCESS_TOKEN_HEADER } from "../entitlements/access-token";
 import { errorBody } from "../http/errors";
-import { Header } from "../x402/headers";
+import { SIWX_HEADER } from "../x402/extensions";
+import { encodeHeader, Header } from "../x402/headers";
 import type { PricedContent } from "./catalog";
-import type { Decision, Purchase } from "./purchase";
+import type { Decision, OfferExtensions, Purchase } from "./purchase";
 import { receiptHeader } from "./receipts";
 import { rejectionPayload } from "./requirements";
 
@@ -33,7 +34,7 @@ export const PREFLIGHT_HEADERS = {
   "Access-Control-Allow-Methods": "GET, HEAD, OPTIONS",
   // x402-fetch and @x402/fetch also send Access-Control-Expose-Headers as a request header.
   "Access-Control-Allow-Headers":
-    "X-PAYMENT, PAYMENT-SIGNATURE, Authorization, Range, If-None-Match, Content-Type, Access-Control-Expose-Headers",
+    "X-PAYMENT, PAYMENT-SIGNATURE, SIGN-IN-WITH-X, Authorization, Range, If-None-Match, Content-Type, Access-Control-Expose-Headers",
   "Access-Control-Max-Age": "86400",
 } as const;
 
@@ -56,23 +57,35 @@ function errorJson(code: string, message: string): string {
   return body;
 }
 
-/** Headers of the 402 of each offer, built once (the 402 is the hot path). */
+/**
+ * Headers of the 402 of each offer, built once per offer and extensions
+ * object (the sign-in challenge's nonce moves once a minute): the 402 is the
+ * hot path.
+ */
 // Kept as Headers objects: Bun copies a Headers into a new Response in ~0.2 us, a plain object
 // of the same five headers in ~0.8 us (the Response gets its own copy either way).
-const paymentRequiredHeaders = new WeakMap<PricedContent["required"], Headers>();
+const paymentRequiredHeaders = new WeakMap<
+  PricedContent["required"],
+  { extensions: OfferExtensions; headers: Headers }
+>();
 
-function paymentRequired(item: PricedContent, head: boolean): Response {
-  let headers = paymentRequiredHeaders.get(item.required);
-  if (!headers) {
-    headers = new Headers({
-      "Content-Type": "application/json",
-      ...CORS_HEADERS,
-      [Header.paymentRequired]: item.required.header,
-      "Cache-Control": "no-store",
-    });
-    paymentRequiredHeaders.set(item.required, headers);
+function paymentRequired(d: Extract<Decision, { kind: "offer" }>, head: boolean): Response {
+  const { item, extensions } = d;
+  let cached = paymentRequiredHeaders.get(item.required);
+  if (cached?.extensions !== extensions) {
+    const header = encodeHeader({ ...item.required.v2, extensions });
+    cached = {
+      extensions,
+      headers: new Headers({
+        "Content-Type": "application/json",
+        ...CORS_HEADERS,
+        [Header.paymentRequired]: header,
+        "Cache-Control": "no-store",
+      }),
+    };
+    paymentRequiredHeaders.set(item.required, cached);
   }
-  return new Response(head ? null : item.required.body, { status: 402, headers });
+  return new Response(head ? null : item.required.body, { status: 402, headers: cached.headers });
 }
 
 /** 403 bodies per offer and reason, built once: rejecting a forged proof should cost next to nothing. */
@@ -149,13 +162,15 @@ function accessTokenOf(headers: Headers): string | null {
 function respond(d: Decision, head: boolean, path: string, secure: boolean): Response {
   switch (d.kind) {
     case "offer":
-      return paymentRequired(d.item, head);
+      return paymentRequired(d, head);
     case "refuse":
       return refused(d, head);
     case "serve":
       return fileResponse(d, head, path, secure);
     case "notFound":
       return json(404, errorJson("not_found", d.message), head);
+    case "conflict":
+      return json(409, JSON.stringify(errorBody(d.reason, d.message)), head);
     case "rangeNotSatisfiable":
       return new Response(null, {
         status: 416,
@@ -193,6 +208,7 @@ export function createGatewayHandler({ purchase, secureCookies }: GatewayDeps) {
         paymentSignature: headers.get("payment-signature"),
         xPayment: headers.get("x-payment"),
         accessToken: accessTokenOf(headers),
+        signIn: headers.get(SIWX_HEADER),
       },
       charge: !head,
       range: headers.get("range"),

@@ -91,6 +91,8 @@ export const PaymentRequiredV2 = t.Object({
   error: t.String(),
   resource: ResourceInfo,
   accepts: t.Array(RequirementsV2),
+  /** Extensions by name (x402 `specs/extensions/`): what else the server understands. */
+  extensions: t.Optional(t.Record(t.String(), t.Unknown())),
 });
 
 /** The body of POST /verify and POST /settle, as the reference clients send it. */

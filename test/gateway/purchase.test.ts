@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { NETWORKS } from "../../src/chain/networks";
 import { createAccessTokens } from "../../src/entitlements/access-token";
+import { createSiwx } from "../../src/entitlements/siwx";
 import type { Facilitator } from "../../src/facilitator/types";
 import { createCatalog } from "../../src/gateway/catalog";
 import { decodeProof } from "../../src/gateway/proof";
@@ -46,6 +47,8 @@ function purchaseAt(now: number) {
     entitlements: f.stores.entitlements,
     accessTokens: createAccessTokens({ managementSecret: "purchase-test-secret-purchase-test-0001" }),
     accessTokenTtlSeconds: 3600,
+    siwx: createSiwx({ publicUrl: f.settings.publicUrl, secret: "purchase-test", nonces: f.stores.siwxNonces }),
+    paymentIdentifiers: f.stores.paymentIdentifiers,
     now: () => now,
   });
 }
