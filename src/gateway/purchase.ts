@@ -376,9 +376,8 @@ export function createPurchase(deps: PurchaseDeps) {
     } finally {
       if (buying.get(key) === mine) buying.delete(key);
     }
-    if (paymentId?.ok && (outcome.kind === "paid" || outcome.kind === "existing")) {
-      deps.paymentIdentifiers.attach(paymentId.id, outcome.payment.id);
-    }
+    // The id names the payment this request made (an `existing` row may be another proof's).
+    if (paymentId?.ok && outcome.kind === "paid") deps.paymentIdentifiers.attach(paymentId.id, outcome.payment.id);
     switch (outcome.kind) {
       case "paid":
         return serve(
