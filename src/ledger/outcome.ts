@@ -6,6 +6,7 @@
 
 import type { AuthorizationFinding } from "../chain/authorization";
 import type { AccessPolicy, AccessScope } from "../entitlements/policy";
+import type { Entitlement, EntitlementStore } from "../entitlements/store";
 import type { Facilitator, FacilitatorRequest } from "../facilitator/types";
 import { FacilitatorUnavailableError } from "../facilitator/types";
 import type { Payment, PaymentClaim, PaymentStore } from "./store";
@@ -34,20 +35,7 @@ export interface PaymentAttempt {
 }
 
 /** The part of an entitlement the purchase needs back: how long access lasts. */
-export interface GrantedEntitlement {
-  id: number;
-  expiresAt: number | null;
-}
-
-export interface EntitlementGrant {
-  payer: string;
-  cid: string;
-  instructionId: string;
-  paymentId: number;
-  policy: AccessPolicy;
-  scope: AccessScope;
-  nowSeconds: number;
-}
+export type GrantedEntitlement = Pick<Entitlement, "id" | "expiresAt">;
 
 export interface SettlerDeps {
   payments: PaymentStore;
@@ -63,7 +51,7 @@ export interface SettlerDeps {
    */
   lookup?: (row: Payment) => Promise<AuthorizationFinding | undefined>;
   /** Writes the entitlement a settled payment grants (src/entitlements/store.ts). */
-  entitlements?: { grantForPayment(grant: EntitlementGrant): GrantedEntitlement | undefined };
+  entitlements?: Pick<EntitlementStore, "grantForPayment">;
   /**
    * Runs `fn` in one database transaction: the settled row and its
    * entitlement are written together or not at all (a crash between them

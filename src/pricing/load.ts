@@ -24,6 +24,7 @@ import {
   DEFAULT_ACCESS_SCOPE,
   parseAccessPolicy,
 } from "../entitlements/policy";
+import type { FileInstruction } from "../instructions/file-sync";
 import { type FieldError, normalizeRequirements, type StoredRequirement } from "../instructions/requirements";
 import type { Settings } from "../settings";
 import { envUsed, sameEnv } from "./env";
@@ -50,19 +51,10 @@ export interface FilePattern {
   at: Position;
 }
 
-export interface DesiredInstruction {
-  /** "file:<path relative to the config folder>#<key>": the identity kept across reloads. */
-  source: string;
+/** An instruction as a pricing file declares it: what the reconcile writes, plus where it was written. */
+export interface DesiredInstruction extends Omit<FileInstruction, "cids"> {
   key: string;
   at: Position;
-  name: string;
-  description: string | null;
-  requirements: StoredRequirement[];
-  /** JSON.stringify(requirements), made once per parse: the reconcile compares it with the stored text. */
-  requirementsJson: string;
-  /** "forever" when the file does not say. */
-  access: string;
-  access_scope: AccessScope;
   cids: CidClaim[];
   files: FilePattern[];
 }
