@@ -17,15 +17,9 @@ import { type ValueError, ValueErrorType } from "@sinclair/typebox/errors";
 import { canonicalNetwork, usdcAddress } from "../chain/networks";
 import { canonicalCid } from "../content/cid";
 import { relativePathProblem } from "../content/paths";
-import {
-  ACCESS_RULE,
-  type AccessScope,
-  DEFAULT_ACCESS,
-  DEFAULT_ACCESS_SCOPE,
-  parseAccessPolicy,
-} from "../entitlements/policy";
+import { ACCESS_RULE, DEFAULT_ACCESS, DEFAULT_ACCESS_SCOPE, parseAccessPolicy } from "../entitlements/policy";
 import type { FileInstruction } from "../instructions/file-sync";
-import { type FieldError, normalizeRequirements, type StoredRequirement } from "../instructions/requirements";
+import { type FieldError, normalizeRequirements } from "../instructions/requirements";
 import type { Settings } from "../settings";
 import { envUsed, sameEnv } from "./env";
 import { fastParse } from "./fast-yaml";
