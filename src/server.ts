@@ -12,6 +12,7 @@ import { type Db, openDb } from "./db/client";
 import { createFacilitator } from "./facilitator/create";
 import type { Facilitator } from "./facilitator/types";
 import { gatewayRoutes } from "./gateway/routes";
+import { errorResponse } from "./http/errors";
 import { resolveJwtSecret } from "./http/jwt-secret";
 import { createLogger, type Logger, withRequestLog } from "./http/logging";
 import { preparePricing } from "./pricing/boot";
@@ -55,6 +56,13 @@ export async function startServer(options: ServerOptions) {
   const stores = options.stores ?? createStores(db, settings);
   const pricing = options.pricing === false ? undefined : await preparePricing({ ...stores, settings, log });
 
+  // What escapes every handler (a file that vanished while Bun streamed it, say) still gets the one
+  // JSON error shape, never Bun's plain-text "Something went wrong!"; the log line names no path.
+  const lastResort = (error: Error) => {
+    log.error({ err: error.name }, "unhandled server error");
+    return errorResponse(500, "internal_error", "internal error");
+  };
+
   // Bound before the app is built: with PORT=0 the public URL is known only once the port is.
   const server = Bun.serve({
     port: settings.port,
@@ -63,6 +71,7 @@ export async function startServer(options: ServerOptions) {
     idleTimeout: 30, // seconds: room for slow clients of large files
     development: false, // never Bun's HTML error page
     fetch: () => new Response(null, { status: 503 }),
+    error: lastResort,
   });
   const url = `http://${settings.host.includes(":") ? `[${settings.host}]` : settings.host}:${server.port}`;
   const publicUrl = settings.port === 0 && settings.publicUrl.endsWith(":0") ? url : settings.publicUrl;
@@ -70,6 +79,7 @@ export async function startServer(options: ServerOptions) {
   server.reload({
     routes: gatewayRoutes(gateway, (handler, path) => withRequestLog(handler, log, path)),
     fetch: withRequestLog(app.fetch, log),
+    error: lastResort,
   });
   const watchers = pricing ? startWatchers({ content: stores.content, settings, pricing, log }) : undefined;
 
