@@ -110,7 +110,19 @@ try {
   if (before.buyer - after.buyer !== price || after.seller - before.seller !== price) {
     throw new Error("balances did not move by the price");
   }
-  console.log("\nDone: one real payment, settled before a byte was served.");
+
+  step("6. The buyer downloads it again with the same client (a fresh authorization, as every x402 client sends)");
+  const again = await payingFetch(url);
+  if (again.status !== 200) throw new Error(`expected 200 on the second download, got ${again.status}`);
+  await again.arrayBuffer();
+  const owned = decodeXPaymentResponse(again.headers.get("x-payment-response")!);
+  const later = { buyer: await balance(buyer.address), seller: await balance(devnet.seller.address) };
+  if (later.buyer !== after.buyer || later.seller !== after.seller) throw new Error("the second download was charged");
+  console.log(
+    `   -> ${again.status}, no second charge: buyer still ${usd(later.buyer)} (the entitlement from transaction ${owned.transaction.slice(0, 10)}…)`,
+  );
+
+  console.log("\nDone: one real payment, settled before a byte was served, and the file owned after it.");
 } catch (e) {
   console.error(`\ndemo failed: ${(e as Error).message}`);
   process.exitCode = 1;

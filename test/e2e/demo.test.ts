@@ -19,4 +19,5 @@ test("npm run demo pays for a file on the local chain and prints the transaction
   expect(out).toMatch(/transaction 0x[0-9a-f]{64}/);
   expect(out).toContain("buyer   1000 USDC -> 999.99 USDC");
   expect(out).toContain("seller  0 USDC -> 0.01 USDC");
+  expect(out).toContain("-> 200, no second charge: buyer still 999.99 USDC");
 }, 60_000);
