@@ -6,10 +6,15 @@
  */
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { wrapFetchWithPayment as wrapFetchV2, x402Client } from "@x402/fetch";
+import { Elysia } from "elysia";
 import { erc20Abi } from "viem";
 import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { createSigner, wrapFetchWithPayment } from "x402-fetch";
 import { localPublicClient } from "../../src/chain/devnet";
+import { createHttpFacilitator } from "../../src/facilitator/client";
+import { facilitatorModule } from "../../src/facilitator/routes";
+import type { Facilitator } from "../../src/facilitator/types";
+import { errors } from "../../src/http/errors";
 import { createToken, type Scope } from "../../src/http/token";
 import { type ProofOptions, signProof } from "../gateway/fixtures";
 import { createTestStack, STACK_JWT_SECRET } from "./stack";
@@ -32,19 +37,44 @@ export interface Buyer {
   account: PrivateKeyAccount;
 }
 
-export async function createMarket(options: { files: string[]; buyers: number }) {
+export interface MarketOptions {
+  files: string[];
+  buyers: number;
+  /**
+   * The facilitator as a remote one: the built-in facilitator served over
+   * HTTP (its production routes, as `cidgate facilitator` serves them) and
+   * reached by the gateway through the production HTTP client.
+   */
+  remote?: boolean;
+}
+
+export async function createMarket(options: MarketOptions) {
   const calls = { verify: 0, settle: 0 };
   const contents = Object.fromEntries(options.files.map((name, i) => [name, bytesOf(name, i)]));
+  let remote: { stop(): Promise<void> } | undefined;
   const stack = await createTestStack({
     files: contents,
     amount: PRICE.toString(),
     buyers: options.buyers,
-    // An observer, not a fake: every call reaches the real built-in facilitator unchanged.
-    wrapFacilitator: (real) => ({
-      verify: (r) => (calls.verify++, real.verify(r)),
-      settle: (r) => (calls.settle++, real.settle(r)),
-      supported: () => real.supported(),
-    }),
+    wrapFacilitator: (real) => {
+      // An observer, not a fake: every call reaches the real built-in facilitator unchanged.
+      const counted: Facilitator = {
+        verify: (r) => (calls.verify++, real.verify(r)),
+        settle: (r) => (calls.settle++, real.settle(r)),
+        supported: () => real.supported(),
+      };
+      if (!options.remote) return counted;
+      const server = new Elysia()
+        .use(errors)
+        .use(facilitatorModule(counted))
+        .listen({ port: 0, hostname: "127.0.0.1" });
+      remote = {
+        async stop() {
+          await server.stop(true);
+        },
+      };
+      return createHttpFacilitator({ url: `http://127.0.0.1:${server.server!.port}`, timeoutMs: 20_000 });
+    },
   });
   const rpc = localPublicClient(stack.devnet.rpcUrl);
   let used = 0;
@@ -180,7 +210,10 @@ export async function createMarket(options: { files: string[]; buyers: number })
       return { res, bytes: new Uint8Array(await res.arrayBuffer()) };
     },
 
-    stop: () => stack.stop(),
+    async stop() {
+      await stack.stop();
+      await remote?.stop();
+    },
   };
   return market;
 }
