@@ -19,6 +19,7 @@ import { Reason } from "../../src/x402/reasons";
 import { type Buyer, createMarket, type Market, PRICE, same, sleepPast } from "./market";
 
 const FILES = [
+  "stale-cookie.bin",
   "once-window.bin",
   "owned-window.bin",
   "token-a.bin",
@@ -214,6 +215,30 @@ describe("sign-in-with-x with the real client (wrapFetchWithSIWx)", () => {
     expect(await m.transfers(stranger.address)).toEqual([]);
     expect(m.ledger(stranger.address)).toEqual([]);
   });
+});
+
+test("a cookie that no longer opens the file does not hide a valid sign-in: the entitled wallet is served, not charged", async () => {
+  // A browser keeps wallet A's cookie; A was refunded (revoked) and the creator granted the
+  // buyer's other wallet B instead. B signs in from that browser, the stale cookie still sent.
+  const file = "stale-cookie.bin";
+  const [a, b] = [m.buyer(), m.buyer()];
+  const paid = await (await m.x402Fetch(a))(m.url(file));
+  expect(paid.status).toBe(200);
+  const cookie = `cidgate_access=${paid.headers.get("x-access-token")}`;
+  const [granted] = m.entitlementsOf(a.address);
+  expect((await m.api("DELETE", `/v3/x402/entitlements/${granted.id}`)).status).toBe(200);
+  const gift = { payer: b.address, payment_instruction_id: m.stack.instruction.id, cid: m.stack.cids[file] };
+  expect((await m.api("POST", "/v3/x402/entitlements", gift)).status).toBe(201);
+  expect((await m.get(file, { Cookie: cookie })).res.status).toBe(402);
+
+  const calls = m.facilitatorCalls();
+  const b0 = await m.balanceOf(b.address);
+  const res = await wrapFetchWithSIWx(fetch, b.account)(m.url(file), { headers: { Cookie: cookie } });
+  expect(res.status).toBe(200);
+  expect(same(new Uint8Array(await res.arrayBuffer()), m.contents[file])).toBe(true);
+  expect(calls()).toEqual({ verify: 0, settle: 0 });
+  expect(await m.balanceOf(b.address)).toBe(b0);
+  expect(await m.transfers(b.address)).toEqual([]);
 });
 
 test("payment-identifier: the same id and payload again is the same answer, no new charge; the same id on another proof is 409", async () => {
