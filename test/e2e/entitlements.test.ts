@@ -9,13 +9,16 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { decodePaymentResponseHeader } from "@x402/fetch";
-import { decodeXPaymentResponse } from "x402-fetch";
+import axios from "axios";
+import { withPaymentInterceptor } from "x402-axios";
+import { createSigner, decodeXPaymentResponse } from "x402-fetch";
 import { Reason } from "../../src/x402/reasons";
 import { createMarket, type Market, PRICE, same } from "./market";
 
 const FILES = [
   "refetch.bin",
   "refetch-v2.bin",
+  "refetch-axios.bin",
   "two-wallets.bin",
   "far-future.bin",
   "once.bin",
@@ -109,6 +112,44 @@ describe("a buyer downloads again with a stock client: served on the entitlement
     });
     expect(calls()).toEqual({ verify: 0, settle: 0 });
     expect(await m.balanceOf(m.seller)).toBe(seller0 + PRICE);
+    expect(await m.transfers(buyer.address)).toEqual([receipt.transaction as `0x${string}`]);
+    expect(m.ledger(buyer.address).map((r) => r.state)).toEqual(["settled"]);
+  });
+
+  test("x402-axios buys, then downloads again free with a fresh authorization", async () => {
+    const file = "refetch-axios.bin";
+    const buyer = m.buyer();
+    const signer = await createSigner("base-sepolia", buyer.privateKey);
+    const sent: string[] = [];
+    const http = axios.create({ timeout: 20_000, responseType: "arraybuffer" });
+    http.interceptors.request.use((config) => {
+      const header = config.headers?.["X-PAYMENT"];
+      if (typeof header === "string") sent.push(header);
+      return config;
+    });
+    // The file's bytes are binary (responseType arraybuffer), but the interceptor reads the 402 as
+    // parsed JSON: that body is decoded for it first.
+    http.interceptors.response.use(undefined, (error) => {
+      const data = error.response?.data;
+      if (error.response?.status === 402 && data && typeof data !== "string")
+        error.response.data = JSON.parse(Buffer.from(data).toString("utf8"));
+      return Promise.reject(error);
+    });
+    const client = withPaymentInterceptor(http, signer as never);
+
+    const first = await client.get(m.url(file));
+    expect(first.status).toBe(200);
+    expect(same(new Uint8Array(first.data), m.contents[file])).toBe(true);
+    const receipt = decodeXPaymentResponse(first.headers["x-payment-response"]);
+
+    const calls = m.facilitatorCalls();
+    const second = await client.get(m.url(file));
+    expect(second.status).toBe(200);
+    expect(same(new Uint8Array(second.data), m.contents[file])).toBe(true);
+    expect(sent).toHaveLength(2);
+    expect(nonceOf(sent[1])).not.toBe(nonceOf(sent[0]));
+    expect(decodeXPaymentResponse(second.headers["x-payment-response"]).transaction).toBe(receipt.transaction);
+    expect(calls()).toEqual({ verify: 0, settle: 0 });
     expect(await m.transfers(buyer.address)).toEqual([receipt.transaction as `0x${string}`]);
     expect(m.ledger(buyer.address).map((r) => r.state)).toEqual(["settled"]);
   });
