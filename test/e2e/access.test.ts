@@ -284,7 +284,10 @@ test("payment-identifier: the same id and payload again is the same answer, no n
 
   expect(calls()).toEqual({ verify: 0, settle: 0 });
   expect(await m.transfers(buyer.address)).toEqual(paid);
-  expect(m.ledger(buyer.address)).toEqual([expect.objectContaining({ state: "settled", tx_hash: paid[0] })]);
+  const rows = m.ledger(buyer.address);
+  expect(rows).toEqual([expect.objectContaining({ state: "settled", tx_hash: paid[0] })]);
+  // The id stays bound to the first payload and to the payment it ended in.
+  expect(m.stack.stores.paymentIdentifiers.find(id)).toMatchObject({ paymentId: rows[0].id });
 });
 
 test("the v2 402 advertises sign-in-with-x (PUBLIC_URL's host, a 32-hex nonce) and payment-identifier", async () => {
