@@ -291,11 +291,18 @@ export function createPurchase(deps: PurchaseDeps) {
     return withProof(item, decoded.value, request);
   }
 
-  /** An access token: served while its payer's entitlement stands; expired, revoked or forged, the offer. */
+  /**
+   * An access token: served while its payer's entitlement stands; expired, revoked or forged, the
+   * offer, unless the request also signs in (a browser sends its stale cookie with every request,
+   * and it must not hide an entitled wallet's sign-in: that buyer would be offered a second charge).
+   */
   async function withToken(item: PricedContent, token: string, request: PurchaseRequest): Promise<Decision> {
     const claims = await deps.accessTokens.verify(token, item.cid, now());
     const entitlement = claims && activeFor(claims.payer, item);
-    if (!claims || !entitlement) return offer(item);
+    if (!claims || !entitlement) {
+      const signIn = request.credentials.signIn;
+      return signIn ? withSignIn(item, signIn, request) : offer(item);
+    }
     if (!(await fileIsIndexed(item))) return NOT_PRICED;
     return serveEntitled(item, 2, claims.payer, entitlement, parseRange(request.range, item.file.size));
   }
