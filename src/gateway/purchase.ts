@@ -94,7 +94,7 @@ export interface PurchaseDeps {
   };
   accessTokens: AccessTokens;
   siwx: Pick<Siwx, "challenge" | "verify">;
-  paymentIdentifiers: Pick<PaymentIdentifierStore, "remember" | "attach">;
+  paymentIdentifiers: Pick<PaymentIdentifierStore, "remember" | "attach" | "release">;
   /** ACCESS_TOKEN_TTL, in seconds. */
   accessTokenTtlSeconds: number;
   /** Unix seconds. */
@@ -350,12 +350,9 @@ export function createPurchase(deps: PurchaseDeps) {
     // ledger answers it as the same proof); with another payload it is refused before any charge.
     const paymentId = readPaymentIdentifier(proof.raw);
     if (paymentId && !paymentId.ok) return refuse(item, proof, paymentId.reason, paymentId.message);
+    const payloadHash = paymentId?.ok ? paymentPayloadHash(proof.raw) : "";
     if (paymentId?.ok) {
-      const seen = deps.paymentIdentifiers.remember(
-        paymentId.id,
-        paymentPayloadHash(proof.raw),
-        new Date(now() * 1000).toISOString(),
-      );
+      const seen = deps.paymentIdentifiers.remember(paymentId.id, payloadHash, new Date(now() * 1000).toISOString());
       if (seen.kind === "conflict") {
         return {
           kind: "conflict",
@@ -383,8 +380,12 @@ export function createPurchase(deps: PurchaseDeps) {
     } finally {
       if (buying.get(key) === mine) buying.delete(key);
     }
-    // The id names the payment this request made (an `existing` row may be another proof's).
-    if (paymentId?.ok && outcome.kind === "paid") deps.paymentIdentifiers.attach(paymentId.id, outcome.payment.id);
+    if (paymentId?.ok) {
+      // The id names the payment this request made (an `existing` row may be another proof's); a
+      // refusal moved no money, so the id is free again for a corrected payment.
+      if (outcome.kind === "paid") deps.paymentIdentifiers.attach(paymentId.id, outcome.payment.id);
+      else if (outcome.kind === "refused") deps.paymentIdentifiers.release(paymentId.id, payloadHash);
+    }
     switch (outcome.kind) {
       case "paid":
         return serve(

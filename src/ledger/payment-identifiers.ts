@@ -27,6 +27,12 @@ export interface PaymentIdentifierStore {
   remember(id: string, payloadHash: string, nowIso: string): RememberResult;
   /** Records the payment the id's request ended in; a later attach replaces it. */
   attach(id: string, paymentId: number): void;
+  /**
+   * Forgets an id whose request was refused before any money moved (no
+   * payment attached): the client may use it again with a corrected payment,
+   * instead of a 409 for ever.
+   */
+  release(id: string, payloadHash: string): void;
   find(id: string): PaymentIdentifierRow | undefined;
 }
 
@@ -43,6 +49,9 @@ export function createPaymentIdentifierStore(db: Db): PaymentIdentifierStore {
     "SELECT id, payload_hash AS payloadHash, payment_id AS paymentId, created_at AS createdAt FROM payment_identifiers WHERE id = ?",
   );
   const attach = db.sqlite.query<never, [number, string]>("UPDATE payment_identifiers SET payment_id = ? WHERE id = ?");
+  const release = db.sqlite.query<never, [string, string]>(
+    "DELETE FROM payment_identifiers WHERE id = ? AND payload_hash = ? AND payment_id IS NULL",
+  );
 
   return {
     remember(id, payloadHash, nowIso) {
@@ -57,6 +66,9 @@ export function createPaymentIdentifierStore(db: Db): PaymentIdentifierStore {
     },
     attach(id, paymentId) {
       attach.run(paymentId, id);
+    },
+    release(id, payloadHash) {
+      release.run(id, payloadHash);
     },
     find(id) {
       return find.get(id) ?? undefined;

@@ -60,3 +60,17 @@ test("attach on an unknown id writes nothing", () => {
   ids.attach("pay_nobody_nobody_nobody", 1);
   expect(ids.find("pay_nobody_nobody_nobody")).toBeUndefined();
 });
+
+test("release frees an id whose request moved no money, and only that: not another payload's, not a paid one", () => {
+  const ids = createPaymentIdentifierStore(one);
+  expect(ids.remember(ID, "hash-a", NOW)).toEqual({ kind: "new" });
+  ids.release(ID, "hash-b"); // not the payload it was remembered with: kept
+  expect(ids.remember(ID, "hash-b", NOW)).toEqual({ kind: "conflict" });
+  ids.release(ID, "hash-a");
+  expect(ids.find(ID)).toBeUndefined();
+  expect(ids.remember(ID, "hash-b", NOW)).toEqual({ kind: "new" }); // a corrected payment may use it
+  ids.attach(ID, 9);
+  ids.release(ID, "hash-b"); // it paid: never forgotten
+  expect(ids.remember(ID, "hash-c", NOW)).toEqual({ kind: "conflict" });
+  expect(ids.find(ID)?.paymentId).toBe(9);
+});
