@@ -8,10 +8,18 @@
  *   3. a 100 MiB paid download vs bare Bun.file: throughput, peak RSS
  *      (run last, in a fresh cidgate process, so the peak is the download's);
  *   4. the paid request on the local chain, end to end, with the gateway's
- *      own share (total - facilitator verify+settle) apart.
+ *      own share (total - facilitator verify+settle) apart;
+ *   5. (issue 9) the entitled re-download: a buyer who paid sends a fresh
+ *      authorization again and again; served without settling: latency,
+ *      facilitator calls (0) and the seller's balance (unchanged, read on anvil);
+ *   6. (issue 9) SIGN-IN-WITH-X checks: valid sign-ins from many entitled
+ *      wallets (one header each: a nonce is single-use per address), sent by a
+ *      Bun client loop: accepted/s and the server's CPU per check;
+ *   7. (issue 9) the 100 MiB download with the buyer's access token
+ *      (`Authorization: Bearer`), alternating with bare Bun.file rounds.
  *
  *   bun run bench:gateway              (npx bun bench/gateway.ts)
- *   BENCH_SECONDS=5 BENCH_ROUNDS=3 BENCH_PAID=100 LOG_LEVEL=info   (defaults)
+ *   BENCH_SECONDS=5 BENCH_ROUNDS=3 BENCH_PAID=100 BENCH_ENTITLED=100 BENCH_SIWX=4000 LOG_LEVEL=info   (defaults)
  *
  * Needs wrk (Debian/Ubuntu: `apt-get install -y wrk`; macOS: `brew install wrk`)
  * and Linux for taskset and /proc (server CPU time per request, RSS).
@@ -19,23 +27,33 @@
  * anvil run on CPU 1 (taskset; unpinned without it). Besides req/s, the server's
  * CPU time per request is printed: it hardly moves when other processes share
  * the machine, while req/s does. The servers log as production does
- * (LOG_LEVEL, default info) to /dev/null. About 85 s; everything started here
+ * (LOG_LEVEL, default info) to /dev/null. About 2.5 min; everything started here
  * (anvil, both servers, wrk) is stopped at the end, on Ctrl-C and past a deadline.
- * Targets (issue 4, "## Performance"): TARGETS below. Figures: docs/BENCHMARKS.md.
+ * Targets (issue 4, "## Performance"; issue 9, "## Bench"): TARGETS below.
+ * Figures: docs/BENCHMARKS.md.
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { privateKeyToAccount } from "viem/accounts";
+import { createPublicClient, erc20Abi, http } from "viem";
+import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startDevnet } from "../src/chain/devnet";
-import { authorizationFor, offerOf, paidProof, proofHeader, sign } from "./lib/proofs";
-import { haveTaskset, haveWrk, pinned, runWrk, type WrkResult } from "./lib/wrk";
+import { authorizationFor, offerOf, paidProof, proofHeader, sign, siwxHeaderByClient, siwxHeaders } from "./lib/proofs";
+import { cpuMs, haveTaskset, haveWrk, pinned, runWrk, type WrkResult } from "./lib/wrk";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const PAID = Number(process.env.BENCH_PAID ?? 100);
+const PAID_WARM = 6;
+/** Entitled re-downloads (fresh authorization each, never settled), sequential. */
+const ENTITLED = Number(process.env.BENCH_ENTITLED ?? 100);
+/** Sign-ins per round, each from its own entitled wallet (a header is single-use). */
+const SIWX_PER_ROUND = Number(process.env.BENCH_SIWX ?? 4000);
+const SIWX_WARM = 1000;
+/** Requests in flight from the Bun client loop that sends the sign-ins. */
+const SIWX_CONNECTIONS = 32;
 const CONNECTIONS = 64;
 const DOWNLOAD_CONNECTIONS = 4;
 const BIG_MIB = 100;
@@ -53,6 +71,10 @@ const TARGETS = {
   downloadRatio: 0.8,
   rssMiB: 150,
   gatewayShareP50Ms: 2,
+  // issue 9, "## Bench"
+  entitledShareP50Ms: 2,
+  siwxPerSecond: 3000,
+  tokenDownloadRatio: 0.8,
 };
 
 if (!haveWrk()) {
@@ -212,7 +234,9 @@ let devnet: Awaited<ReturnType<typeof startDevnet>> | undefined;
 const deadline = setTimeout(() => void abort(`over ${DEADLINE_MS / 1000} s`, 1), DEADLINE_MS);
 process.on("SIGINT", () => void abort("interrupted", 130));
 process.on("SIGTERM", () => void abort("terminated", 143));
-devnet = await startDevnet({ buyers: 4 });
+// One buyer per paid request (and per warm-up one): a buyer who paid once owns the article
+// (issue 9) and is served again without settling, so a second purchase would measure nothing.
+devnet = await startDevnet({ buyers: PAID_WARM + PAID });
 pin(devnet.pid, LOAD_CPU);
 const results: string[] = [];
 const verdicts: [string, boolean][] = [];
@@ -335,6 +359,9 @@ try {
   const check = await fetch(smallUrl, { headers: { "X-PAYMENT": forgedV1[0] }, signal: AbortSignal.timeout(5000) });
   const checkBody = (await check.json()) as { error?: string; reason?: string };
   if (check.status !== 403) throw new Error(`a forged proof got ${check.status}, not 403`);
+  // Only the signature check may refuse it: any other reason means the measure measures something else.
+  if ((checkBody.reason ?? checkBody.error) !== "invalid_exact_evm_signature")
+    throw new Error(`a forged proof was refused for ${checkBody.reason ?? checkBody.error}, not its signature`);
   console.log(`\nforged proof -> 403 ${checkBody.reason ?? checkBody.error}`);
   const before = await facilitatorStats();
   const forgedRounds: WrkResult[] = [];
@@ -385,11 +412,11 @@ try {
     return ms;
   };
   const warm = await Promise.all(
-    Array.from({ length: 6 }, (_, i) => paidProof(i % 2 ? 2 : 1, buyers[i % buyers.length], offer)),
+    Array.from({ length: PAID_WARM }, (_, i) => paidProof(i % 2 ? 2 : 1, buyers[i], offer)),
   );
   for (const h of warm) await payOnce(h);
   const proofs = await Promise.all(
-    Array.from({ length: PAID }, (_, i) => paidProof(i % 2 ? 2 : 1, buyers[i % buyers.length], offer)),
+    Array.from({ length: PAID }, (_, i) => paidProof(i % 2 ? 2 : 1, buyers[PAID_WARM + i], offer)),
   );
   const statsBeforePaid = await facilitatorStats();
   const totals: number[] = [];
@@ -421,6 +448,170 @@ try {
   ]);
   results.push(
     `| paid request end to end (${PAID}, sequential) | total p50 ${f2(median(totals))} ms, p99 ${f2(percentile(totals, 99))} ms; facilitator p50 ${f2(median(facilitatorMs))} ms; **gateway share p50 ${f2(median(share))} ms**, p99 ${f2(percentile(share, 99))} ms | loopback HTTP round trip p50 ${f2(median(floor))} ms | — |`,
+  );
+
+  // 5. Entitled re-download: a fresh authorization from a buyer who paid ------
+  // buyers[0] paid for the article above (an entitlement, policy `forever`). A
+  // stock x402 client signs a new authorization at every 402: each is served on
+  // the entitlement, never settled. No facilitator time to subtract: the total
+  // is the gateway's share (plus the loopback round trip, as above).
+  const chain = createPublicClient({ transport: http(devnet.rpcUrl) });
+  const sellerBalance = () =>
+    chain.readContract({
+      address: devnet.token,
+      abi: erc20Abi,
+      functionName: "balanceOf",
+      args: [devnet.seller.address],
+    });
+  const entitledBuyer = buyers[0];
+  const entitledOnce = async (headerPair: [string, string]) => {
+    const t = performance.now();
+    const res = await fetch(smallUrl, {
+      headers: { [headerPair[0]]: headerPair[1] },
+      signal: AbortSignal.timeout(30_000),
+    });
+    await res.arrayBuffer();
+    const ms = performance.now() - t;
+    if (res.status !== 200) throw new Error(`an entitled re-download got ${res.status}`);
+    if (!res.headers.get("x-access-token")) throw new Error("an entitled re-download carried no X-Access-Token");
+    return ms;
+  };
+  const entitledWarm = await Promise.all(
+    Array.from({ length: 10 }, (_, i) => paidProof(i % 2 ? 2 : 1, entitledBuyer, offer)),
+  );
+  const entitledProofs = await Promise.all(
+    Array.from({ length: ENTITLED }, (_, i) => paidProof(i % 2 ? 2 : 1, entitledBuyer, offer)),
+  );
+  const balanceBeforeEntitled = await sellerBalance();
+  const statsBeforeEntitled = await facilitatorStats();
+  for (const h of entitledWarm) await entitledOnce(h);
+  const entitledMs: number[] = [];
+  for (const h of entitledProofs) entitledMs.push(await entitledOnce(h));
+  const statsAfterEntitled = await facilitatorStats();
+  const balanceAfterEntitled = await sellerBalance();
+  const entitledCalls =
+    statsAfterEntitled.verify - statsBeforeEntitled.verify + (statsAfterEntitled.settle - statsBeforeEntitled.settle);
+  const entitledRequests = entitledWarm.length + ENTITLED;
+  const balanceMoved = balanceAfterEntitled - balanceBeforeEntitled;
+  console.log(
+    `\nentitled re-download (${ENTITLED} sequential after ${entitledWarm.length} warm-up, v1+v2, a fresh authorization each from a buyer who paid): total = gateway share p50 ${f2(median(entitledMs))} ms p99 ${f2(percentile(entitledMs, 99))} ms (of which loopback HTTP ~${f2(median(floor))} ms)`,
+  );
+  console.log(
+    `  facilitator calls during the ${entitledRequests} requests: ${entitledCalls}; seller balance ${balanceBeforeEntitled} -> ${balanceAfterEntitled} (moved ${balanceMoved})`,
+  );
+  verdicts.push([
+    `entitled re-download: gateway share p50 ${f2(median(entitledMs))} ms (target < ${TARGETS.entitledShareP50Ms} ms)`,
+    median(entitledMs) < TARGETS.entitledShareP50Ms,
+  ]);
+  verdicts.push([
+    `entitled re-download: ${entitledCalls} facilitator calls in ${entitledRequests} requests, seller balance moved by ${balanceMoved} (target 0 and 0)`,
+    entitledCalls === 0 && balanceMoved === 0n,
+  ]);
+  results.push(
+    `| entitled re-download (${ENTITLED}, sequential, fresh authorization each) | **total = gateway share p50 ${f2(median(entitledMs))} ms**, p99 ${f2(percentile(entitledMs, 99))} ms; ${entitledCalls} facilitator calls in ${entitledRequests}; seller balance moved ${balanceMoved} | loopback HTTP round trip p50 ${f2(median(floor))} ms | — |`,
+  );
+
+  // 6. SIGN-IN-WITH-X checks ---------------------------------------------------
+  // The challenge of a fresh 402 (its nonce is one per resource and minute, and
+  // good for 5 minutes). A nonce is accepted once per address, so every header
+  // comes from its own wallet, entitled to the article by hand (POST /grant on
+  // the control server: the entitlements store, as the management API grants).
+  const siwxOffer = await offerOf(await fetch(smallUrl, { signal: AbortSignal.timeout(5000) }));
+  const siwxInfo = siwxOffer.siwx;
+  if (!siwxInfo) throw new Error("the v2 402 advertises no sign-in-with-x challenge");
+  const signInOnce = async (header: string) => {
+    const res = await fetch(smallUrl, { headers: { "SIGN-IN-WITH-X": header }, signal: AbortSignal.timeout(5000) });
+    const body = await res.text();
+    return { status: res.status, body };
+  };
+  // With the real client helper (@x402/extensions' createSIWxPayload): the buyer who paid, a stranger, a replay.
+  const byClient = await siwxHeaderByClient(siwxInfo, buyers[1]);
+  const asBuyer = await signInOnce(byClient);
+  const replayed = await signInOnce(byClient);
+  const asStranger = await signInOnce(await siwxHeaderByClient(siwxInfo, privateKeyToAccount(generatePrivateKey())));
+  if (asBuyer.status !== 200 || asStranger.status !== 402 || replayed.status !== 403) {
+    throw new Error(
+      `sign-in checks: buyer ${asBuyer.status}, stranger ${asStranger.status}, replay ${replayed.status} (want 200, 402, 403): ${replayed.body}`,
+    );
+  }
+  console.log(
+    `\nsign-in with the @x402/extensions client: paid buyer -> 200, stranger -> 402, replay -> 403 ${(JSON.parse(replayed.body) as { reason?: string }).reason ?? ""}`,
+  );
+  const siwxCount = SIWX_WARM + ROUNDS * SIWX_PER_ROUND;
+  const signedAt = performance.now();
+  const wallets = await siwxHeaders(siwxInfo, siwxCount);
+  const signMs = performance.now() - signedAt;
+  const grantedAt = performance.now();
+  for (let i = 0; i < wallets.addresses.length; i += 5000) {
+    const res = await fetch(`${control}/grant`, {
+      method: "POST",
+      body: JSON.stringify({ cid: cids["article.md"], payers: wallets.addresses.slice(i, i + 5000) }),
+      signal: AbortSignal.timeout(60_000),
+    });
+    if (res.status !== 200) throw new Error(`granting entitlements failed: ${res.status} ${await res.text()}`);
+  }
+  console.log(
+    `${f0(siwxCount)} wallets: signed one header each in ${f1(signMs / 1000)} s, entitled to the article in ${f1((performance.now() - grantedAt) / 1000)} s`,
+  );
+  /** Sends each header once, `SIWX_CONNECTIONS` in flight, from this process (CPU 1); statuses counted. */
+  const siwxRound = async (headers: string[]) => {
+    const statuses: Record<number, number> = {};
+    const latency: number[] = [];
+    let next = 0;
+    const cpuBefore = cpuMs(gw.proc.pid);
+    const t0 = performance.now();
+    await Promise.all(
+      Array.from({ length: SIWX_CONNECTIONS }, async () => {
+        while (next < headers.length) {
+          const header = headers[next++];
+          const t = performance.now();
+          const res = await fetch(smallUrl, {
+            headers: { "SIGN-IN-WITH-X": header },
+            signal: AbortSignal.timeout(30_000),
+          });
+          await res.arrayBuffer();
+          latency.push(performance.now() - t);
+          statuses[res.status] = (statuses[res.status] ?? 0) + 1;
+        }
+      }),
+    );
+    const seconds = (performance.now() - t0) / 1000;
+    const cpuAfter = cpuMs(gw.proc.pid);
+    const cpuUs =
+      cpuBefore === undefined || cpuAfter === undefined ? Number.NaN : ((cpuAfter - cpuBefore) * 1000) / headers.length;
+    return { statuses, rps: headers.length / seconds, p50Ms: median(latency), p99Ms: percentile(latency, 99), cpuUs };
+  };
+  const siwxStatusLine = (st: Record<number, number>) =>
+    Object.entries(st)
+      .map(([k, n]) => `${k}x${n}`)
+      .join(" ");
+  const statsBeforeSiwx = await facilitatorStats();
+  const siwxWarm = await siwxRound(wallets.headers.slice(0, SIWX_WARM));
+  if (siwxWarm.statuses[200] !== SIWX_WARM) throw new Error(`sign-in warm-up: ${siwxStatusLine(siwxWarm.statuses)}`);
+  const siwxRounds: Awaited<ReturnType<typeof siwxRound>>[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const from = SIWX_WARM + i * SIWX_PER_ROUND;
+    const r = await siwxRound(wallets.headers.slice(from, from + SIWX_PER_ROUND));
+    if (r.statuses[200] !== SIWX_PER_ROUND)
+      throw new Error(`sign-in round ${i + 1}: expected only 200, got ${siwxStatusLine(r.statuses)}`);
+    siwxRounds.push(r);
+    console.log(
+      `sign-in round ${i + 1} (${f0(SIWX_PER_ROUND)} wallets, ${SIWX_CONNECTIONS} in flight): ${f0(r.rps)} accepted/s, p50 ${f2(r.p50Ms)} ms p99 ${f2(r.p99Ms)} ms (server CPU ${f1(r.cpuUs)} us/check -> ${f0(1e6 / r.cpuUs)}/s on one core), ${siwxStatusLine(r.statuses)}`,
+    );
+  }
+  const statsAfterSiwx = await facilitatorStats();
+  const siwxCalls = statsAfterSiwx.verify - statsBeforeSiwx.verify + (statsAfterSiwx.settle - statsBeforeSiwx.settle);
+  const siwxRps = median(siwxRounds.map((r) => r.rps));
+  const siwxCpu = median(siwxRounds.map((r) => r.cpuUs));
+  console.log(
+    `facilitator calls during ${f0(siwxCount)} sign-ins: ${siwxCalls}; one core's capacity by CPU per check: ${f0(1e6 / siwxCpu)}/s`,
+  );
+  verdicts.push([
+    `SIWX checks: ${f0(1e6 / siwxCpu)}/s on one core by CPU per check (${f0(siwxCpu)} us), ${f0(siwxRps)} accepted/s measured, all 200 (target >= ${f0(TARGETS.siwxPerSecond)}/s)`,
+    1e6 / siwxCpu >= TARGETS.siwxPerSecond,
+  ]);
+  results.push(
+    `| SIGN-IN-WITH-X checks (${f0(SIWX_PER_ROUND)} wallets per round, ${SIWX_CONNECTIONS} in flight, Bun client) | ${f0(siwxRps)} accepted/s (all 200), p99 ${f2(median(siwxRounds.map((r) => r.p99Ms)))} ms, ${f0(siwxCpu)} us CPU each = **${f0(1e6 / siwxCpu)}/s on one core**, ${siwxCalls} facilitator calls | — | — |`,
   );
 
   // 3. 100 MiB paid download vs Bun.file -------------------------------------
@@ -481,6 +672,43 @@ try {
   ]);
   results.push(
     `| 100 MiB paid download, ${DOWNLOAD_CONNECTIONS} conns | ${gbps(median(downloadRounds.map((r) => r.gw.bytesPerSecond)))}, peak RSS ${mib(gwMem.hwm)} (${mib(gwBefore.rss)} before) | ${gbps(median(downloadRounds.map((r) => r.bare.bytesPerSecond)))}, peak RSS ${mib(bareMem.hwm)} | ${pct(dlRatio)} |`,
+  );
+
+  // 7. The same download with the buyer's access token -------------------------
+  // The token the paid 100 MiB answer carried (X-Access-Token), sent back as
+  // `Authorization: Bearer`: each use checks the token and the entitlement.
+  const accessToken = paid.headers.get("x-access-token");
+  if (!accessToken) throw new Error("the paid 100 MiB download carried no X-Access-Token");
+  const bearer = { Authorization: `Bearer ${accessToken}` };
+  const ranged = await fetch(bigUrl, {
+    headers: { ...bearer, Range: "bytes=0-1023" },
+    signal: AbortSignal.timeout(5000),
+  });
+  const rangedBytes = new Uint8Array(await ranged.arrayBuffer());
+  if (ranged.status !== 206 || Buffer.compare(rangedBytes, big.subarray(0, 1024)) !== 0) {
+    throw new Error(`the access token with Range got ${ranged.status}, ${rangedBytes.length} bytes`);
+  }
+  console.log(`access token (${accessToken.length} B) with Range -> 206, bytes identical`);
+  const tokenRounds: { gw: WrkResult; bare: WrkResult }[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const g = await dl(bigUrl, bearer);
+    const b = await dl(`${bareUrl}/file`);
+    expectAll(g, true, "token download");
+    expectAll(b, true, "bare Bun.file");
+    tokenRounds.push({ gw: g, bare: b });
+    console.log(
+      `token download round ${i + 1} (${DOWNLOAD_CONNECTIONS} conns): cidgate ${gbps(g.bytesPerSecond)} | bare Bun.file ${gbps(b.bytesPerSecond)} | ratio ${pct(g.bytesPerSecond / b.bytesPerSecond)}`,
+    );
+  }
+  const tokenCharges = (await facilitatorStats()).settle - chargesBefore;
+  if (tokenCharges !== 0) throw new Error(`token downloads were charged ${tokenCharges} times`);
+  const tokenRatio = median(tokenRounds.map((r) => r.gw.bytesPerSecond / r.bare.bytesPerSecond));
+  verdicts.push([
+    `100 MiB token download: ${pct(tokenRatio)} of Bun.file throughput (target >= ${pct(TARGETS.tokenDownloadRatio)})`,
+    tokenRatio >= TARGETS.tokenDownloadRatio,
+  ]);
+  results.push(
+    `| 100 MiB token download (Bearer), ${DOWNLOAD_CONNECTIONS} conns | ${gbps(median(tokenRounds.map((r) => r.gw.bytesPerSecond)))} | ${gbps(median(tokenRounds.map((r) => r.bare.bytesPerSecond)))} | ${pct(tokenRatio)} |`,
   );
 
   await stopChild(bare.proc);

@@ -14,7 +14,8 @@
  * Input: env BENCH_DIR (content/ inside it), BENCH_RPC_URL, BENCH_TOKEN,
  * BENCH_RELAYER_KEY, BENCH_SELLER, LOG_LEVEL. Output: one line on stderr,
  * `READY {"url","control","cids"}`. A control server on another port answers
- * GET /stats (facilitator counters and timings). Ends on SIGTERM or when
+ * GET /stats (facilitator counters and timings) and POST /grant (entitlements
+ * by hand, through the entitlements store, for many wallets at once). Ends on SIGTERM or when
  * stdin closes (the parent died).
  */
 import { join } from "node:path";
@@ -107,10 +108,31 @@ const running = await startServer({
 });
 const url = running.url;
 
+/**
+ * POST /grant {cid, payers}: an entitlement to `cid` for each payer, by hand (as the management
+ * API's grant does, through the same store), in one transaction: the bench's sign-in wallets.
+ */
+async function grant(req: Request): Promise<Response> {
+  const { cid, payers } = (await req.json()) as { cid: string; payers: string[] };
+  const instruction = stores.instructions.forCid(cid);
+  if (!instruction) return new Response("unknown cid", { status: 404 });
+  const now = Math.floor(Date.now() / 1000);
+  db.sqlite.transaction(() => {
+    for (const payer of payers)
+      stores.entitlements.grant({ payer, cid, instructionId: instruction.id, note: "bench" }, now);
+  })();
+  return Response.json({ granted: payers.length });
+}
+
 const control = Bun.serve({
   hostname: "127.0.0.1",
   port: 0,
-  fetch: (req) => (new URL(req.url).pathname === "/stats" ? Response.json(stats) : new Response("no", { status: 404 })),
+  fetch: (req) => {
+    const path = new URL(req.url).pathname;
+    if (path === "/stats") return Response.json(stats);
+    if (path === "/grant" && req.method === "POST") return grant(req);
+    return new Response("no", { status: 404 });
+  },
 });
 
 let stopping = false;
