@@ -7,7 +7,8 @@
 import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import { domainSeparator, getAddress, type Hex, keccak256, recoverAddress, toBytes } from "viem";
+import { domainSeparator, type Hex, keccak256, recoverAddress, toBytes } from "viem";
+import { checksum } from "../chain/address";
 import { canonicalNetwork, NETWORKS, type NetworkName } from "../chain/networks";
 import { type ExactEvmPayload, type PaymentPayload, PaymentPayloadV1, PaymentPayloadV2 } from "../x402/models";
 import { Reason, valueReason } from "../x402/reasons";
@@ -48,23 +49,6 @@ const reject = (reason: string, message: string): { ok: false; rejection: ProofR
   ok: false,
   rejection: { reason, message },
 });
-
-/*
- * EIP-55 checksumming hashes the address (keccak); the same few addresses
- * (buyers, sellers, tokens) come back on every request, so remember them.
- */
-const CHECKSUMMED_MAX = 10_000;
-const checksummed = new Map<string, `0x${string}`>();
-export function checksum(address: string): `0x${string}` {
-  const key = address.toLowerCase();
-  let hit = checksummed.get(key);
-  if (!hit) {
-    hit = getAddress(key);
-    if (checksummed.size >= CHECKSUMMED_MAX) checksummed.clear();
-    checksummed.set(key, hit);
-  }
-  return hit;
-}
 
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 /** Clock skew allowed past now + maxTimeoutSeconds when capping an authorization's validBefore. */
