@@ -79,7 +79,9 @@ export interface SiwxOptions {
   nowSeconds?: () => number;
 }
 
-export type SiwxVerdict = { ok: true; address: `0x${string}` } | { ok: false; reason: SiwxReason; message: string };
+export type SiwxVerdict =
+  /** `key`: what `use` records, when `verify` was asked not to (the caller spends it only when it serves). */
+  { ok: true; address: `0x${string}`; key: string } | { ok: false; reason: SiwxReason; message: string };
 
 export type SiwxReason = (typeof Reason)[Extract<keyof typeof Reason, `siwx${string}`>];
 
@@ -90,8 +92,20 @@ export interface Siwx {
    * bucket: cache what is built from it by its identity.
    */
   challenge(resourceUrl: string, nowSeconds?: number): SiwxChallenge;
-  /** Checks a SIGN-IN-WITH-X header for `resourceUrl`. Never throws; a refusal carries a reason code and a plain sentence. */
-  verify(header: string, resourceUrl: string, nowSeconds?: number): Promise<SiwxVerdict>;
+  /**
+   * Checks a SIGN-IN-WITH-X header for `resourceUrl`. Never throws; a refusal
+   * carries a reason code and a plain sentence. The sign-in is spent (single
+   * use) unless `consume: false`: then the caller spends it with `use` only
+   * when it serves, so a HEAD or a wallet that owns nothing burns nothing.
+   */
+  verify(
+    header: string,
+    resourceUrl: string,
+    nowSeconds?: number,
+    options?: { consume?: boolean },
+  ): Promise<SiwxVerdict>;
+  /** Spends a verified sign-in (its verdict's `key`); a refusal when it was used already. */
+  use(key: string, nowSeconds?: number): SiwxVerdict | undefined;
 }
 
 const fail = (reason: SiwxReason, message: string): SiwxVerdict => ({ ok: false, reason, message });
@@ -225,7 +239,24 @@ export function createSiwx(options: SiwxOptions): Siwx {
     }
   }
 
-  async function verify(header: string, resourceUrl: string, nowSeconds = clock()): Promise<SiwxVerdict> {
+  /** Records a sign-in as used; a refusal when it was used already (or cannot be recorded). */
+  function spend(key: string, now: number): SiwxVerdict | undefined {
+    pruneNonces(now);
+    let first: boolean;
+    try {
+      first = options.nonces.use(key, now);
+    } catch {
+      return fail(Reason.siwxUnavailable, "the sign-in could not be recorded now; try again");
+    }
+    return first ? undefined : fail(Reason.siwxNonceReused, "this sign-in was used already: sign a new challenge");
+  }
+
+  async function verify(
+    header: string,
+    resourceUrl: string,
+    nowSeconds = clock(),
+    { consume = true }: { consume?: boolean } = {},
+  ): Promise<SiwxVerdict> {
     try {
       const now = Math.floor(nowSeconds);
       if (header.length === 0 || header.length > MAX_HEADER_LENGTH) {
@@ -259,22 +290,19 @@ export function createSiwx(options: SiwxOptions): Siwx {
       // Last, so that a forged signature cannot burn someone's nonce. Keyed by (nonce, address):
       // every buyer of a resource shares the bucket's challenge, and one buyer's sign-in must not
       // refuse another's; the same signer's header again is a replay.
-      pruneNonces(now);
-      let first: boolean;
-      try {
-        first = options.nonces.use(`${proof.nonce}:${proof.address.toLowerCase()}`, now);
-      } catch {
-        return fail(Reason.siwxUnavailable, "the sign-in could not be recorded now; try again");
+      const key = `${proof.nonce}:${proof.address.toLowerCase()}`;
+      if (consume) {
+        const used = spend(key, now);
+        if (used) return used;
       }
-      if (!first) return fail(Reason.siwxNonceReused, "this sign-in was used already: sign a new challenge");
-      return { ok: true, address: getAddress(proof.address) };
+      return { ok: true, address: getAddress(proof.address), key };
     } catch {
       // Nothing above should throw; if something does, the buyer gets a reason, never a stack.
       return fail(Reason.siwxUnavailable, "the sign-in could not be checked now; try again");
     }
   }
 
-  return { challenge, verify };
+  return { challenge, verify, use: (key, nowSeconds = clock()) => spend(key, Math.floor(nowSeconds)) };
 }
 
 /**

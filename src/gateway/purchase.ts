@@ -17,14 +17,14 @@ import type { AccessTokens } from "../entitlements/access-token";
 import { parseAccessPolicy } from "../entitlements/policy";
 import type { Siwx } from "../entitlements/siwx";
 import type { PaymentIdentifierStore } from "../ledger/payment-identifiers";
-import type { Outcome, PaymentAttempt, Timings } from "../ledger/settler";
+import type { LedgerSettler, Outcome, PaymentAttempt, Timings } from "../ledger/settler";
 import { isUnconfirmed, type Payment } from "../ledger/store";
 import type { PaymentIdentifierEntry, SiwxChallenge } from "../x402/extensions";
 import type { FacilitatorRequest, Receipt, X402Version } from "../x402/models";
 import { paymentIdentifierExtension, paymentPayloadHash, readPaymentIdentifier } from "../x402/payment-identifier";
 import { Reason } from "../x402/reasons";
 import type { PricedContent } from "./catalog";
-import { type DecodedProof, decodeProof, matchAndCheck } from "./proof";
+import { type DecodedProof, decodeProof, matchAndCheck, VALID_BEFORE_SKEW_SECONDS } from "./proof";
 import { type ByteRange, parseRange } from "./range";
 import { buildReceipt } from "./receipts";
 import type { AcceptedRequirement } from "./requirements";
@@ -35,8 +35,8 @@ export interface Credentials {
   paymentSignature?: string | null;
   /** X-PAYMENT (v1). */
   xPayment?: string | null;
-  /** An access token from an earlier paid or entitled answer (cookie or bearer). */
-  accessToken?: string | null;
+  /** Access tokens from earlier paid or entitled answers (bearer, cookie): the first that opens the file counts. */
+  accessTokens?: readonly string[];
   /** SIGN-IN-WITH-X: the buyer's wallet signs in (the `sign-in-with-x` extension). */
   signIn?: string | null;
 }
@@ -87,13 +87,14 @@ export interface PurchaseDeps {
   payments: {
     findByProof(key: { network: string; payer: string; nonce: string; proofHash: string }): Payment | undefined;
     get(id: number): Payment | undefined;
+    heldFor(payer: string, cid: string): Payment | undefined;
   };
-  settler: { pay(attempt: PaymentAttempt): Promise<Outcome> };
+  settler: Pick<LedgerSettler, "pay" | "confirmHeld">;
   entitlements: {
     active(payer: string, cid: string, instructionId: string, nowSeconds: number): ActiveEntitlement | undefined;
   };
   accessTokens: AccessTokens;
-  siwx: Pick<Siwx, "challenge" | "verify">;
+  siwx: Pick<Siwx, "challenge" | "verify" | "use">;
   paymentIdentifiers: Pick<PaymentIdentifierStore, "remember" | "attach" | "release">;
   /** ACCESS_TOKEN_TTL, in seconds. */
   accessTokenTtlSeconds: number;
@@ -228,6 +229,19 @@ export function createPurchase(deps: PurchaseDeps) {
     return serve(item, x402Version, payer, payment, range, entitlement);
   }
 
+  /**
+   * Until when a settled proof may be presented again: its validBefore, and
+   * never past the cap a proof is held to now (a row settled before the cap
+   * existed may carry a validBefore of 2^53-1).
+   */
+  const servedUntil = (row: Payment, item: PricedContent) =>
+    Math.min(
+      row.validBefore,
+      Math.floor(Date.parse(row.createdAt) / 1000) +
+        (item.required.accepts[0]?.v2.maxTimeoutSeconds ?? 0) +
+        Number(VALID_BEFORE_SKEW_SECONDS),
+    );
+
   /** This proof's settled row for this CID, if it paid for it before. */
   function paidBefore(item: PricedContent, proof: DecodedProof): Payment | undefined {
     if (!proof.network) return undefined;
@@ -256,7 +270,8 @@ export function createPurchase(deps: PurchaseDeps) {
   ): Decision | Promise<Decision> {
     const sameProof = row.cid === item.cid && row.proofHash === proof.proofHash;
     if (row.state === "settled" && sameProof) {
-      if (now() >= row.validBefore) return refuse(item, proof, Reason.validBefore, "the authorization has expired");
+      if (now() >= servedUntil(row, item))
+        return refuse(item, proof, Reason.validBefore, "the authorization has expired");
       return serve(item, proof.x402Version, proof.from, row, range, activeFor(proof.from, item));
     }
     if (row.state === "pending") {
@@ -280,10 +295,10 @@ export function createPurchase(deps: PurchaseDeps) {
   function decide(request: PurchaseRequest): Decision | Promise<Decision> {
     const item = deps.catalog.lookup(request.cid);
     if (!item) return parseCid(request.cid) ? NOT_PRICED : NOT_A_CID;
-    const { paymentSignature, xPayment, accessToken, signIn } = request.credentials;
+    const { paymentSignature, xPayment, accessTokens, signIn } = request.credentials;
     const header = paymentSignature ?? xPayment;
     if (!header) {
-      if (accessToken) return withToken(item, accessToken, request);
+      if (accessTokens) return withToken(item, accessTokens, request);
       return signIn ? withSignIn(item, signIn, request) : offer(item);
     }
     const decoded = decodeProof(header);
@@ -296,15 +311,21 @@ export function createPurchase(deps: PurchaseDeps) {
    * offer, unless the request also signs in (a browser sends its stale cookie with every request,
    * and it must not hide an entitled wallet's sign-in: that buyer would be offered a second charge).
    */
-  async function withToken(item: PricedContent, token: string, request: PurchaseRequest): Promise<Decision> {
-    const claims = await deps.accessTokens.verify(token, item.cid, now());
-    const entitlement = claims && activeFor(claims.payer, item);
-    if (!claims || !entitlement) {
-      const signIn = request.credentials.signIn;
-      return signIn ? withSignIn(item, signIn, request) : offer(item);
+  async function withToken(
+    item: PricedContent,
+    tokens: readonly string[],
+    request: PurchaseRequest,
+  ): Promise<Decision> {
+    for (const token of tokens) {
+      const claims = await deps.accessTokens.verify(token, item.cid, now());
+      const entitlement = claims && activeFor(claims.payer, item);
+      if (!claims || !entitlement) continue;
+      if (!(await fileIsIndexed(item))) return NOT_PRICED;
+      return serveEntitled(item, 2, claims.payer, entitlement, parseRange(request.range, item.file.size));
     }
-    if (!(await fileIsIndexed(item))) return NOT_PRICED;
-    return serveEntitled(item, 2, claims.payer, entitlement, parseRange(request.range, item.file.size));
+    // A browser sends its cookie on every request: a stale one must not hide a sign-in.
+    const signIn = request.credentials.signIn;
+    return signIn ? withSignIn(item, signIn, request) : offer(item);
   }
 
   /**
@@ -313,11 +334,16 @@ export function createPurchase(deps: PurchaseDeps) {
    * (another site's, replayed, stale, forged) is refused with its reason.
    */
   async function withSignIn(item: PricedContent, header: string, request: PurchaseRequest): Promise<Decision> {
-    const verdict = await deps.siwx.verify(header, item.required.resourceUrl, now());
+    const verdict = await deps.siwx.verify(header, item.required.resourceUrl, now(), { consume: false });
     if (!verdict.ok) return { kind: "refuse", item, x402Version: 2, reason: verdict.reason, message: verdict.message };
     const entitlement = activeFor(verdict.address, item);
     if (!entitlement) return offer(item);
     if (!(await fileIsIndexed(item))) return NOT_PRICED;
+    // Spent only when it opens the file: a HEAD, or a wallet that owns nothing, may sign in again.
+    if (request.charge) {
+      const used = deps.siwx.use(verdict.key, now());
+      if (used && !used.ok) return { kind: "refuse", item, x402Version: 2, reason: used.reason, message: used.message };
+    }
     return serveEntitled(item, 2, verdict.address, entitlement, parseRange(request.range, item.file.size));
   }
 
@@ -327,7 +353,7 @@ export function createPurchase(deps: PurchaseDeps) {
     if (!matched.ok) {
       // The price may have changed since this proof was settled: a paid proof still serves.
       const row = matched.rejection.reason !== Reason.signature ? paidBefore(item, proof) : undefined;
-      if (row && now() < row.validBefore)
+      if (row && now() < servedUntil(row, item))
         return serve(item, proof.x402Version, proof.from, row, range, activeFor(proof.from, item));
       return refuse(item, proof, matched.rejection.reason, matched.rejection.message);
     }
@@ -371,6 +397,19 @@ export function createPurchase(deps: PurchaseDeps) {
       const owned = checkedLocally(proof) ? activeFor(proof.from, item) : undefined;
       if (owned) return serveEntitled(item, proof.x402Version, proof.from, owned, range);
     }
+    // An earlier authorization of this buyer for this file whose settlement is unconfirmed: the
+    // chain says first whether it paid, and this one is charged only once it can no longer have.
+    const held = deps.payments.heldFor(proof.from, item.cid);
+    if (held && held.nonce !== proof.nonce) {
+      const earlier = await deps.settler.confirmHeld(held, accessOf(item));
+      if (earlier?.kind === "paid") {
+        const granted = earlier.entitlement && { ...earlier.entitlement, paymentId: earlier.payment.id };
+        return serve(item, proof.x402Version, proof.from, earlier.payment, range, granted);
+      }
+      if (earlier?.kind !== "refused") {
+        return { kind: "pending", message: "an earlier payment of yours for this file is not confirmed yet" };
+      }
+    }
     const paying = deps.settler.pay(attemptOf(item, matched.value, proof));
     const mine = { nonce: proof.nonce, done: paying.catch(() => undefined) };
     if (!buying.has(key)) buying.set(key, mine);
@@ -381,10 +420,12 @@ export function createPurchase(deps: PurchaseDeps) {
       if (buying.get(key) === mine) buying.delete(key);
     }
     if (paymentId?.ok) {
-      // The id names the payment this request made (an `existing` row may be another proof's); a
-      // refusal moved no money, so the id is free again for a corrected payment.
+      // The id names the payment this request made (an `existing` row may be another proof's); an
+      // attempt whose authorization was released moved no money, so its id is free again.
+      const released =
+        (outcome.kind === "refused" && !outcome.held) || (outcome.kind === "unavailable" && outcome.released);
       if (outcome.kind === "paid") deps.paymentIdentifiers.attach(paymentId.id, outcome.payment.id);
-      else if (outcome.kind === "refused") deps.paymentIdentifiers.release(paymentId.id, payloadHash);
+      else if (released) deps.paymentIdentifiers.release(paymentId.id, payloadHash);
     }
     switch (outcome.kind) {
       case "paid":

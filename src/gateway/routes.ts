@@ -150,12 +150,20 @@ function fileResponse(d: Extract<Decision, { kind: "serve" }>, head: boolean, pa
   return new Response(head ? null : blob, { status: 200, headers });
 }
 
-/** The access token a request carries: `Authorization: Bearer` (scripts) or the cookie (browsers). */
-function accessTokenOf(headers: Headers): string | null {
+/**
+ * The access tokens a request carries: `Authorization: Bearer` (scripts) and
+ * the cookie (browsers). Both are tried: a stale bearer must not hide a
+ * good cookie.
+ */
+function accessTokensOf(headers: Headers): string[] | undefined {
   const authorization = headers.get("authorization");
-  if (authorization?.startsWith("Bearer ")) return authorization.slice(7).trim();
   const cookie = headers.get("cookie");
-  return cookie === null ? null : (new Bun.CookieMap(cookie).get(ACCESS_COOKIE) ?? null);
+  if (authorization === null && cookie === null) return undefined;
+  const tokens: string[] = [];
+  if (authorization?.startsWith("Bearer ")) tokens.push(authorization.slice(7).trim());
+  const fromCookie = cookie === null ? undefined : new Bun.CookieMap(cookie).get(ACCESS_COOKIE);
+  if (fromCookie) tokens.push(fromCookie);
+  return tokens.length > 0 ? tokens : undefined;
 }
 
 /** The one mapping from a decision to what the client receives. */
@@ -207,7 +215,7 @@ export function createGatewayHandler({ purchase, secureCookies }: GatewayDeps) {
       credentials: {
         paymentSignature: headers.get("payment-signature"),
         xPayment: headers.get("x-payment"),
-        accessToken: accessTokenOf(headers),
+        accessTokens: accessTokensOf(headers),
         signIn: headers.get(SIWX_HEADER),
       },
       charge: !head,

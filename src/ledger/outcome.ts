@@ -13,8 +13,10 @@ import type { Payment, PaymentClaim, PaymentStore } from "./store";
 
 export type Outcome =
   | { kind: "paid"; payment: Payment; newCharge: boolean; entitlement?: GrantedEntitlement; timings?: Timings }
-  | { kind: "refused"; reason: string; message: string }
-  | { kind: "unavailable"; message: string }
+  /** `held`: the row stays unconfirmed (money may have moved); otherwise the authorization was released. */
+  | { kind: "refused"; reason: string; message: string; held?: boolean }
+  /** No answer; `released`: the settle was never sent, the authorization is free again. */
+  | { kind: "unavailable"; message: string; released?: boolean }
   /** Sent to the chain, not confirmed yet: present the same proof again shortly. */
   | { kind: "pending"; message: string }
   /** The authorization is held or used already, by this proof or another: the caller decides what that row means. */
@@ -41,7 +43,11 @@ export interface SettlerDeps {
   payments: PaymentStore;
   facilitator: Facilitator;
   /** Where settlements and facilitator failures are reported (no proofs, no stacks). */
-  log?: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+  log?: {
+    info(obj: object, msg: string): void;
+    warn(obj: object, msg: string): void;
+    error(obj: object, msg: string): void;
+  };
   /** Bound on each facilitator call, whatever the facilitator does itself. */
   timeoutMs: number;
   /**
@@ -86,7 +92,7 @@ export function safeReason(error: unknown): string {
 /** The settlement transaction is known: the row is settled. */
 export function paid(
   deps: SettlerDeps,
-  attempt: PaymentAttempt,
+  attempt: Pick<PaymentAttempt, "claim" | "access">,
   row: Payment,
   txHash: string,
   timings?: Timings,
@@ -114,6 +120,24 @@ export function paid(
     "payment settled",
   );
   return { kind: "paid", payment, newCharge: true, entitlement, timings };
+}
+
+/** The claim a stored row stands for (to record it as paid when the chain says so). */
+export function claimOf(row: Payment): PaymentClaim {
+  return {
+    network: row.network,
+    asset: row.asset,
+    payer: row.payer,
+    nonce: row.nonce,
+    cid: row.cid,
+    instructionId: row.instructionId,
+    instructionVersion: row.instructionVersion,
+    amount: row.amount,
+    payTo: row.payTo,
+    validBefore: BigInt(row.validBefore),
+    x402Version: row.x402Version as 1 | 2,
+    proofHash: row.proofHash,
+  };
 }
 
 /** The settle went out and its outcome is unknown: keep the row for the same proof to resolve. */

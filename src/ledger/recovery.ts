@@ -10,6 +10,7 @@ import type { AuthorizationFinding } from "../chain/authorization";
 import { FacilitatorUnavailableError } from "../facilitator/types";
 import { knownReason, Reason } from "../x402/reasons";
 import {
+  claimOf,
   NOT_YET,
   notYetDetail,
   type Outcome,
@@ -68,6 +69,7 @@ export async function resolveUnconfirmed(deps: SettlerDeps, attempt: PaymentAtte
       kind: "refused",
       reason,
       message: "the payment could not be confirmed; present the same proof again later",
+      held: true,
     };
   } catch (error) {
     // Library messages (an RPC error, say) go to the log and the row, not to the buyer.
@@ -81,5 +83,54 @@ export async function resolveUnconfirmed(deps: SettlerDeps, attempt: PaymentAtte
           false,
           "the payment could not be confirmed yet",
         );
+  }
+}
+
+/**
+ * Another, earlier authorization of this payer for this file is still
+ * pending (its settle may have landed; a stock client cannot present the
+ * same proof again, it signs a new one). Before the new one is charged, the
+ * chain says what became of the old: paid -> recorded (with its
+ * entitlement) and the outcome is `paid`; unusable -> released, `refused`;
+ * still open or no answer -> undefined: charge nothing yet. Without an RPC
+ * nothing can be known: a row that went stale (its process is gone) no
+ * longer holds the buyer back, and is left for an operator, `held`.
+ */
+export async function confirmHeld(
+  deps: SettlerDeps,
+  row: Payment,
+  access: PaymentAttempt["access"],
+  staleBefore: string,
+): Promise<Outcome | undefined> {
+  const attempt = { claim: claimOf(row), access };
+  if (!deps.lookup) {
+    if (row.updatedAt >= staleBefore) return undefined;
+    deps.log?.warn(
+      { cid: row.cid, payer: row.payer, row: row.id },
+      "an unconfirmed payment could not be checked (no RPC): left pending",
+    );
+    return { kind: "refused", reason: Reason.paymentInProgress, message: "unconfirmed", held: true };
+  }
+  try {
+    const f = await look(deps, row);
+    if (f?.state === "paid") return paid(deps, attempt, row, f.txHash);
+    if (f?.state === "spent" || (f?.state === "unused" && f.chainTime >= row.validBefore)) {
+      deps.payments.markFailed(
+        row.id,
+        f.state === "spent" ? f.detail : "the authorization expired before it was settled",
+      );
+      return {
+        kind: "refused",
+        reason: Reason.paymentAlreadyUsed,
+        message: "the earlier authorization can no longer pay",
+      };
+    }
+    return undefined;
+  } catch (error) {
+    deps.log?.warn(
+      { cid: row.cid, payer: row.payer, reason: safeReason(error) },
+      "an unconfirmed payment could not be checked",
+    );
+    return undefined;
   }
 }

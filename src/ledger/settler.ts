@@ -28,13 +28,15 @@ import {
   unconfirmed,
   withDeadline,
 } from "./outcome";
-import { resolveUnconfirmed } from "./recovery";
+import { confirmHeld, resolveUnconfirmed } from "./recovery";
 import type { Payment } from "./store";
 
 export type { Outcome, PaymentAttempt, SettlerDeps, Timings } from "./outcome";
 
 /** Creates the settler of one app: its in-flight map lives as long as the app. */
 export function createLedgerSettler(deps: SettlerDeps) {
+  // A pending row older than three bounded calls (the most a settlement or resolution makes) is from an interrupted process.
+  const staleSince = () => new Date(Date.now() - 3 * deps.timeoutMs - 5000).toISOString();
   const inflight = new Map<string, { cid: string; proofHash: string; outcome: Promise<Outcome> }>();
 
   async function settle(attempt: PaymentAttempt, row: Payment): Promise<Outcome> {
@@ -55,7 +57,7 @@ export function createLedgerSettler(deps: SettlerDeps) {
       const message = error instanceof FacilitatorUnavailableError ? error.message : "facilitator error";
       deps.log?.warn({ cid: claim.cid, reason: safeReason(error) }, "payment not settled: facilitator unavailable");
       deps.payments.markFailed(row.id, message);
-      return { kind: "unavailable", message };
+      return { kind: "unavailable", message, released: true };
     }
     let settled: SettleResponse;
     try {
@@ -67,7 +69,26 @@ export function createLedgerSettler(deps: SettlerDeps) {
         : unconfirmed(deps, attempt, row, `facilitator settle: ${safeReason(error)}`, false, "facilitator error");
     }
     const timings = { verifyMs: t1 - t0, settleMs: performance.now() - t1 };
-    if (settled.success) return paid(deps, attempt, row, settled.transaction, timings);
+    if (settled.success) {
+      try {
+        return paid(deps, attempt, row, settled.transaction, timings);
+      } catch (error) {
+        // The money moved but the database would not take it (busy, disk full): keep the row for the
+        // chain to resolve, never let it read as a claim in progress while the buyer pays again.
+        deps.log?.error(
+          { cid: attempt.claim.cid, payer: attempt.claim.payer, tx: settled.transaction, reason: safeReason(error) },
+          "settled on chain but not recorded",
+        );
+        return unconfirmed(
+          deps,
+          attempt,
+          row,
+          `recording: ${safeReason(error)}`,
+          false,
+          "the payment could not be recorded",
+        );
+      }
+    }
     const reason = knownReason(settled.errorReason, Reason.unexpectedSettleError);
     if (NOT_YET.has(reason)) return unconfirmed(deps, attempt, row, notYetDetail(reason, settled.transaction), true);
     deps.payments.markFailed(row.id, `settle: ${reason}`);
@@ -92,8 +113,7 @@ export function createLedgerSettler(deps: SettlerDeps) {
         }
         continue; // someone else's attempt ended: look at the ledger again
       }
-      // A pending row older than three bounded calls (the most a settlement or resolution makes) is from an interrupted process.
-      const staleBefore = new Date(Date.now() - 3 * deps.timeoutMs - 5000).toISOString();
+      const staleBefore = staleSince();
       const claimed = deps.payments.claim(claim, { staleBefore });
       if (!claimed.claimed) return { kind: "existing", payment: claimed.payment };
       // Registered before the first await, so no concurrent request can miss it.
@@ -109,7 +129,12 @@ export function createLedgerSettler(deps: SettlerDeps) {
     }
   }
 
-  return { pay, inflightCount: () => inflight.size };
+  return {
+    pay,
+    /** What became of this payer's earlier pending row for the same file (recovery.ts, `confirmHeld`). */
+    confirmHeld: (row: Payment, access: PaymentAttempt["access"]) => confirmHeld(deps, row, access, staleSince()),
+    inflightCount: () => inflight.size,
+  };
 }
 
 export type LedgerSettler = ReturnType<typeof createLedgerSettler>;

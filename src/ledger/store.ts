@@ -103,6 +103,13 @@ function prepareStatements(db: Db) {
       })
       .returning()
       .prepare(),
+    heldFor: db
+      .select()
+      .from(payments)
+      .where(and(eq(payments.payer, p("payer")), eq(payments.cid, p("cid")), eq(payments.state, "pending")))
+      .orderBy(desc(payments.id))
+      .limit(1)
+      .prepare(),
     byId: db
       .select()
       .from(payments)
@@ -152,6 +159,11 @@ export function createPaymentStore(db: Db) {
         payer: key.payer,
         nonce: key.nonce,
       });
+    },
+
+    /** This payer's newest row for this CID that is still pending (being settled, or unconfirmed). */
+    heldFor(payer: string, cid: string): Payment | undefined {
+      return statements.heldFor.get({ payer, cid });
     },
 
     /** A row by its id: the payment an entitlement came from, for its receipt. */

@@ -27,6 +27,8 @@ const FILES = [
   "siwx.bin",
   "payment-id.bin",
   "advertised.bin",
+  "siwx-spent.bin",
+  "bearer-and-cookie.bin",
 ];
 
 /**
@@ -38,7 +40,7 @@ const SHORT_WINDOW_SECONDS = 8;
 
 let m: Market;
 beforeAll(async () => {
-  m = await createMarket({ files: FILES, buyers: 12 });
+  m = await createMarket({ files: FILES, buyers: 16 });
 });
 afterAll(async () => {
   await m?.stop();
@@ -215,6 +217,49 @@ describe("sign-in-with-x with the real client (wrapFetchWithSIWx)", () => {
     expect(await m.transfers(stranger.address)).toEqual([]);
     expect(m.ledger(stranger.address)).toEqual([]);
   });
+});
+
+describe("a sign-in is spent only when it opens the file", () => {
+  /** A SIGN-IN-WITH-X header for `file`'s current challenge, signed by `buyer`. */
+  async function signInHeader(buyer: Buyer, file: string) {
+    const { info } = (await offerOf(file)).extensions!["sign-in-with-x"] as { info: Record<string, any> };
+    const fields = { ...info, chainId: "eip155:84532", type: "eip191" as const };
+    const signature = await buyer.account.signMessage({ message: formatSIWEMessage(fields as never, buyer.address) });
+    return encodeSIWxHeader({ ...fields, address: buyer.address, signature } as never);
+  }
+
+  test("HEAD then GET with one sign-in: both answered; a third use is a replay. A stranger's sign-in is 402 every time, never 403", async () => {
+    const file = "siwx-spent.bin";
+    const [owner, stranger] = [m.buyer(), m.buyer()];
+    expect((await (await m.x402Fetch(owner))(m.url(file))).status).toBe(200);
+    const calls = m.facilitatorCalls();
+
+    const header = await signInHeader(owner, file);
+    const head = await fetch(m.url(file), { method: "HEAD", headers: { "SIGN-IN-WITH-X": header } });
+    expect(head.status).toBe(200);
+    const get = await m.get(file, { "SIGN-IN-WITH-X": header });
+    expect(get.res.status).toBe(200);
+    expect(same(get.bytes, m.contents[file])).toBe(true);
+    const replay = await m.get(file, { "SIGN-IN-WITH-X": header });
+    expect(replay.res.status).toBe(403);
+    expect(jsonOf(replay.bytes)).toMatchObject({ reason: Reason.siwxNonceReused });
+
+    const strangers = await signInHeader(stranger, file);
+    expect((await m.get(file, { "SIGN-IN-WITH-X": strangers })).res.status).toBe(402);
+    expect((await m.get(file, { "SIGN-IN-WITH-X": strangers })).res.status).toBe(402);
+    expect(calls()).toEqual({ verify: 0, settle: 0 });
+  });
+});
+
+test("a stale bearer token does not hide a good cookie", async () => {
+  const file = "bearer-and-cookie.bin";
+  const buyer = m.buyer();
+  const paid = await (await m.x402Fetch(buyer))(m.url(file));
+  expect(paid.status).toBe(200);
+  const token = paid.headers.get("x-access-token")!;
+  const res = await m.get(file, { Authorization: "Bearer not-a-token", Cookie: `cidgate_access=${token}` });
+  expect(res.res.status).toBe(200);
+  expect(same(res.bytes, m.contents[file])).toBe(true);
 });
 
 test("a cookie that no longer opens the file does not hide a valid sign-in: the entitled wallet is served, not charged", async () => {

@@ -128,7 +128,7 @@ test("the challenge is one object per resource and minute: the cached 402 is reb
 test("a valid sign-in verifies once, and the address comes back checksummed", async () => {
   const s = server();
   const header = await signIn(s.challenge(RESOURCE, T0).info);
-  expect(await s.verify(header, RESOURCE, T0 + 5)).toEqual({ ok: true, address: getAddress(buyer.address) });
+  expect(await s.verify(header, RESOURCE, T0 + 5)).toMatchObject({ ok: true, address: getAddress(buyer.address) });
   refused(await s.verify(header, RESOURCE, T0 + 6), "siwx_nonce_reused");
 });
 
@@ -310,7 +310,7 @@ test("smart-wallet signatures: refused without an RPC, decided by verifyContract
       return true;
     },
   });
-  expect(await accepting.verify(header, RESOURCE, T0)).toEqual({ ok: true, address: wallet });
+  expect(await accepting.verify(header, RESOURCE, T0)).toMatchObject({ ok: true, address: wallet });
   expect(calls).toEqual([
     { address: wallet, message: expect.stringContaining("Nonce: "), signature: longSig, chainId: 84532 },
   ]);
@@ -396,8 +396,20 @@ test("the real client: wrapFetchWithSIWx signs in against our challenge and is l
     const res = await wrapFetchWithSIWx(fetch, buyer)(`${base}/x402/cid/bafkreiaaaa`);
     expect(res.status).toBe(200);
     expect(await res.text()).toBe(`hello ${buyer.address}`);
-    expect(seen).toEqual([{ ok: true, address: buyer.address }]);
+    expect(seen).toMatchObject([{ ok: true, address: buyer.address }]);
   } finally {
     http.stop(true);
   }
+});
+
+test("verified without spending: the sign-in is spent once, by `use`, and only then is it a replay", async () => {
+  const s = server();
+  const header = await signIn(s.challenge(RESOURCE, T0).info);
+  const first = await s.verify(header, RESOURCE, T0 + 5, { consume: false });
+  if (!first.ok) throw new Error(`refused: ${first.reason}`);
+  // not spent yet: verifying again (a HEAD, a wallet that owned nothing) is still fine
+  expect(await s.verify(header, RESOURCE, T0 + 6, { consume: false })).toMatchObject({ ok: true });
+  expect(s.use(first.key, T0 + 7)).toBeUndefined();
+  refused(s.use(first.key, T0 + 8)!, "siwx_nonce_reused");
+  refused(await s.verify(header, RESOURCE, T0 + 9), "siwx_nonce_reused");
 });

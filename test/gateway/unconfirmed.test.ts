@@ -11,8 +11,14 @@ import { erc20Abi } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { createApp } from "../../src/app";
 import { localPublicClient } from "../../src/chain/devnet";
+import { createAccessTokens } from "../../src/entitlements/access-token";
+import { createSiwx } from "../../src/entitlements/siwx";
 import { FacilitatorUnavailableError, type SettleResponse } from "../../src/facilitator/types";
+import { createCatalog } from "../../src/gateway/catalog";
+import { createPurchase } from "../../src/gateway/purchase";
 import { createLogger } from "../../src/http/logging";
+import { paymentLookup } from "../../src/ledger/chain-lookup";
+import { createLedgerSettler } from "../../src/ledger/settler";
 import { createTestStack, STACK_JWT_SECRET, type TestStack } from "../e2e/stack";
 import { txCount } from "../facilitator/helpers";
 import { signProof } from "./fixtures";
@@ -32,7 +38,7 @@ let stack: TestStack;
 beforeAll(async () => {
   stack = await createTestStack({
     files: { "file.txt": FILE, "other.txt": OTHER },
-    buyers: 4,
+    buyers: 7,
     env: { RECEIPT_TIMEOUT_SECONDS: "1" },
     // lostAnswerFacilitator (a fake): settles for real, then the answer is "lost" on its way back.
     wrapFacilitator: (real) => ({
@@ -265,5 +271,93 @@ describe("settlement_pending: the transaction is not mined within RECEIPT_TIMEOU
       expect(served.receipt.transaction).toBe(pendingTx);
     });
     expect((await charges(1)).length).toBe(before.length + 1);
+  });
+});
+
+describe("an unconfirmed settlement, then the buyer's client signs a fresh authorization", () => {
+  // Stock x402 clients cannot present the same proof again: after a 500 they sign a new one.
+  test("with an RPC: the chain says the first one paid, so the new one is served on it, never charged", async () => {
+    const p1 = await proof(4);
+    fault = "lostAnswer";
+    expect((await get("file.txt", p1.header).finally(() => (fault = "none"))).status).toBe(500);
+    const tx = lastRealSettle!.transaction;
+    const settles = settleCalls;
+    const p2 = await proof(4);
+    const fresh = await get("file.txt", p2.header);
+    expect(fresh.status).toBe(200);
+    expect(fresh.text).toBe(FILE);
+    expect(fresh.receipt.transaction).toBe(tx);
+    expect(settleCalls).toBe(settles);
+    expect(await charges(4)).toEqual([tx as `0x${string}`]);
+    expect(rowOf(4, p1.nonce)).toMatchObject({ state: "settled", txHash: tx });
+    expect(rowOf(4, p2.nonce)).toBeUndefined();
+    expect(
+      stack.stores.entitlements.active(
+        buyer(4).address,
+        stack.cids["file.txt"],
+        stack.instruction.id,
+        Math.floor(Date.now() / 1000),
+      ),
+    ).toMatchObject({ paymentId: rowOf(4, p1.nonce).id });
+  });
+
+  test("without an RPC: nothing can be known, so the new one is 503 and never charged", async () => {
+    const app = appWithoutRpc();
+    const p1 = await proof(5);
+    fault = "lostAnswer";
+    expect((await get("file.txt", p1.header, app).finally(() => (fault = "none"))).status).toBe(500);
+    const tx = lastRealSettle!.transaction;
+    const p2 = await proof(5);
+    const fresh = await get("file.txt", p2.header, app);
+    expect(fresh.status).toBe(503);
+    expect(JSON.parse(fresh.text).error.code).toBe("settlement_pending");
+    expect(fresh.retryAfter).toBe("5");
+    expect(rowOf(5, p2.nonce)).toBeUndefined();
+    expect(await charges(5)).toEqual([tx as `0x${string}`]);
+    // still unresolved: the first row waits for the chain (or an operator), pending, never released
+    expect(rowOf(5, p1.nonce)).toMatchObject({ state: "pending" });
+  });
+
+  test("the database refusing to record a settlement that landed: the row is kept unconfirmed, and the buyer's next authorization is served on the chain's word", async () => {
+    // Fault injection (named): the settle-and-grant transaction fails once, as SQLITE_BUSY or a full disk would.
+    const payments = stack.stores.payments;
+    let failNext = true;
+    const settler = createLedgerSettler({
+      payments,
+      entitlements: stack.stores.entitlements,
+      transaction: (fn) => {
+        if (failNext) {
+          failNext = false;
+          throw new Error("SQLITE_BUSY: database is locked (injected)");
+        }
+        return stack.db.sqlite.transaction(fn)();
+      },
+      facilitator: stack.facilitator,
+      timeoutMs: 20_000,
+      lookup: paymentLookup(stack.settings),
+    });
+    const purchase = createPurchase({
+      catalog: createCatalog(stack.db, stack.stores, { ...stack.settings, publicUrl: stack.url }),
+      payments,
+      settler,
+      entitlements: stack.stores.entitlements,
+      accessTokens: createAccessTokens({ managementSecret: STACK_JWT_SECRET }),
+      accessTokenTtlSeconds: 3600,
+      siwx: createSiwx({ publicUrl: stack.url, secret: STACK_JWT_SECRET, nonces: stack.stores.siwxNonces }),
+      paymentIdentifiers: stack.stores.paymentIdentifiers,
+    });
+    const cid = stack.cids["other.txt"];
+    const p1 = await proof(6);
+    const first = await purchase.decide({ cid, credentials: { xPayment: p1.header }, charge: true });
+    expect(first).toMatchObject({ kind: "unavailable" });
+    const landed = await charges(6);
+    expect(landed).toHaveLength(1);
+    expect(rowOf(6, p1.nonce)).toMatchObject({ state: "pending" });
+    expect(rowOf(6, p1.nonce).error).toStartWith("settlement unconfirmed");
+    const p2 = await proof(6);
+    const second = await purchase.decide({ cid, credentials: { xPayment: p2.header }, charge: true });
+    expect(second).toMatchObject({ kind: "serve", receipt: { transaction: landed[0] } });
+    expect(await charges(6)).toEqual(landed);
+    expect(rowOf(6, p1.nonce)).toMatchObject({ state: "settled", txHash: landed[0] });
   });
 });
