@@ -4,6 +4,7 @@
  * Names and paging follow the payments list (snake_case, `limit`,
  * `pageToken` -> `next_page_token`).
  */
+import { Limit, NextPageToken, PageToken } from "../http/paging";
 import { type Static, Type as T } from "@sinclair/typebox";
 
 export const ENTITLEMENTS_LIMIT = { max: 1000, fallback: 20 } as const;
@@ -17,16 +18,8 @@ const Address = (description: string) =>
   });
 
 export const ListEntitlementsQuery = T.Object({
-  limit: T.Optional(
-    T.String({
-      pattern: "^[0-9]{1,9}$",
-      description: `page size, 1 to ${ENTITLEMENTS_LIMIT.max} (default ${ENTITLEMENTS_LIMIT.fallback})`,
-      error: `must be a whole number from 1 to ${ENTITLEMENTS_LIMIT.max}`,
-    }),
-  ),
-  pageToken: T.Optional(
-    T.String({ description: "next_page_token of the previous page (opaque)", error: "is not a valid page token" }),
-  ),
+  limit: T.Optional(Limit(ENTITLEMENTS_LIMIT)),
+  pageToken: T.Optional(PageToken),
   payer: T.Optional(Address("only entitlements of this wallet (any case)")),
   cid: T.Optional(
     T.String({ description: "only entitlements to this CID (any spelling); instruction-wide ones are not included" }),
@@ -96,8 +89,6 @@ export const EntitlementResponse = T.Object({ data: EntitlementRecord });
 export const EntitlementListResponse = T.Object({
   data: T.Object({
     entitlements: T.Array(EntitlementRecord),
-    next_page_token: T.Optional(
-      T.String({ description: "pass as pageToken for the next page; absent on the last page" }),
-    ),
+    next_page_token: NextPageToken,
   }),
 });

@@ -8,7 +8,7 @@ import { Elysia } from "elysia";
 import { type AuthDeps, auth } from "../http/auth";
 import { jsonBody } from "../http/body";
 import { invalidInput, notFound } from "../http/errors";
-import { parseLimit } from "../http/limit";
+import { parseLimit } from "../http/paging";
 import { ErrorResponse } from "../instructions/model";
 import type { InstructionStore } from "../instructions/store";
 import { checkGrantTarget, cidOf } from "./grant-target";

@@ -11,6 +11,7 @@
  * disturb the SDK.
  * Each schema's `error` is the message a client sees for that field.
  */
+import { Limit, NextPageToken, PageToken } from "../http/paging";
 import { type Static, Type as T } from "@sinclair/typebox";
 import { NETWORK_SPELLINGS } from "../chain/networks";
 import { ACCESS_RULE } from "../entitlements/policy";
@@ -152,9 +153,7 @@ export const InstructionResponse = T.Object({ data: PaymentInstruction });
 export const InstructionListResponse = T.Object({
   data: T.Object({
     payment_instructions: T.Array(PaymentInstruction),
-    next_page_token: T.Optional(
-      T.String({ description: "pass as pageToken for the next page; absent on the last page" }),
-    ),
+    next_page_token: NextPageToken,
   }),
 });
 
@@ -170,28 +169,18 @@ export const CidAssociationResponse = T.Object({ data: CidAssociation });
 export const CidListResponse = T.Object({
   data: T.Object({
     cids: T.Array(T.String()),
-    next_page_token: T.Optional(T.String()),
+    next_page_token: NextPageToken,
   }),
 });
 
 export const EmptyResponse = T.Object({ data: T.Object({}) });
 
-const Limit = (max: number, fallback: number) =>
-  T.String({
-    pattern: "^[0-9]{1,9}$",
-    description: `page size, 1 to ${max} (default ${fallback})`,
-    error: `must be a whole number from 1 to ${max}`,
-  });
-const PageToken = T.String({
-  description: "next_page_token of the previous page (opaque)",
-  error: "is not a valid page token",
-});
 
 export const INSTRUCTIONS_LIMIT = { max: 1000, fallback: 10 } as const;
 export const CIDS_LIMIT = { max: 1000, fallback: 20 } as const;
 
 export const ListInstructionsQuery = T.Object({
-  limit: T.Optional(Limit(INSTRUCTIONS_LIMIT.max, INSTRUCTIONS_LIMIT.fallback)),
+  limit: T.Optional(Limit(INSTRUCTIONS_LIMIT)),
   pageToken: T.Optional(PageToken),
   cid: T.Optional(T.String({ description: "only the instruction this CID is attached to (at most one)" })),
   name: T.Optional(T.String({ description: "exact name" })),
@@ -200,7 +189,7 @@ export const ListInstructionsQuery = T.Object({
 export type ListInstructionsQuery = Static<typeof ListInstructionsQuery>;
 
 export const ListCidsQuery = T.Object({
-  limit: T.Optional(Limit(CIDS_LIMIT.max, CIDS_LIMIT.fallback)),
+  limit: T.Optional(Limit(CIDS_LIMIT)),
   pageToken: T.Optional(PageToken),
 });
 export type ListCidsQuery = Static<typeof ListCidsQuery>;

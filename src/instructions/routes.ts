@@ -7,7 +7,7 @@ import { Elysia } from "elysia";
 import { auth } from "../http/auth";
 import { jsonBody } from "../http/body";
 import { invalidInput } from "../http/errors";
-import { parseLimit } from "../http/limit";
+import { parseLimit } from "../http/paging";
 import { openapiDocs } from "../http/openapi";
 import type { Settings } from "../settings";
 import {

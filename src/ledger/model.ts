@@ -4,21 +4,14 @@
  * Names follow the management API's snake_case and its paging
  * (`limit`, `pageToken` -> `next_page_token`).
  */
+import { Limit, NextPageToken, PageToken } from "../http/paging";
 import { type Static, Type as T } from "@sinclair/typebox";
 
 export const PAYMENTS_LIMIT = { max: 1000, fallback: 20 } as const;
 
 export const ListPaymentsQuery = T.Object({
-  limit: T.Optional(
-    T.String({
-      pattern: "^[0-9]{1,9}$",
-      description: `page size, 1 to ${PAYMENTS_LIMIT.max} (default ${PAYMENTS_LIMIT.fallback})`,
-      error: `must be a whole number from 1 to ${PAYMENTS_LIMIT.max}`,
-    }),
-  ),
-  pageToken: T.Optional(
-    T.String({ description: "next_page_token of the previous page (opaque)", error: "is not a valid page token" }),
-  ),
+  limit: T.Optional(Limit(PAYMENTS_LIMIT)),
+  pageToken: T.Optional(PageToken),
   cid: T.Optional(T.String({ description: "only payments for this CID (any spelling)" })),
   payer: T.Optional(
     T.String({
@@ -81,9 +74,7 @@ export const PaymentTotal = T.Object({
 export const PaymentListResponse = T.Object({
   data: T.Object({
     payments: T.Array(PaymentRecord),
-    next_page_token: T.Optional(
-      T.String({ description: "pass as pageToken for the next page; absent on the last page" }),
-    ),
+    next_page_token: NextPageToken,
     totals: T.Array(PaymentTotal, {
       description: "settled revenue per network and asset over all pages of this filter",
     }),

@@ -7,7 +7,7 @@ import { Elysia } from "elysia";
 import { canonicalCid } from "../content/cid";
 import { type AuthDeps, auth } from "../http/auth";
 import { invalidInput } from "../http/errors";
-import { parseLimit } from "../http/limit";
+import { parseLimit } from "../http/paging";
 import { ListPaymentsQuery, PAYMENTS_LIMIT, PaymentListResponse, type PaymentRecord } from "./model";
 import type { Payment, PaymentFilter, PaymentStore } from "./store";
 
