@@ -4,8 +4,9 @@
  * Names and paging follow the payments list (snake_case, `limit`,
  * `pageToken` -> `next_page_token`).
  */
-import { Limit, NextPageToken, PageToken } from "../http/paging";
+
 import { type Static, Type as T } from "@sinclair/typebox";
+import { Limit, NextPageToken, PageToken } from "../http/paging";
 
 export const ENTITLEMENTS_LIMIT = { max: 1000, fallback: 20 } as const;
 export const MAX_NOTE = 500;

@@ -11,10 +11,11 @@
  * disturb the SDK.
  * Each schema's `error` is the message a client sees for that field.
  */
-import { Limit, NextPageToken, PageToken } from "../http/paging";
+
 import { type Static, Type as T } from "@sinclair/typebox";
 import { NETWORK_SPELLINGS } from "../chain/networks";
 import { ACCESS_RULE } from "../entitlements/policy";
+import { Limit, NextPageToken, PageToken } from "../http/paging";
 
 export const MAX_REQUIREMENTS = 16;
 export const MAX_NAME = 255;
@@ -174,7 +175,6 @@ export const CidListResponse = T.Object({
 });
 
 export const EmptyResponse = T.Object({ data: T.Object({}) });
-
 
 export const INSTRUCTIONS_LIMIT = { max: 1000, fallback: 10 } as const;
 export const CIDS_LIMIT = { max: 1000, fallback: 20 } as const;

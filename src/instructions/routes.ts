@@ -7,8 +7,8 @@ import { Elysia } from "elysia";
 import { auth } from "../http/auth";
 import { jsonBody } from "../http/body";
 import { invalidInput } from "../http/errors";
-import { parseLimit } from "../http/paging";
 import { openapiDocs } from "../http/openapi";
+import { parseLimit } from "../http/paging";
 import type { Settings } from "../settings";
 import {
   CIDS_LIMIT,

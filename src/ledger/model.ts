@@ -4,8 +4,9 @@
  * Names follow the management API's snake_case and its paging
  * (`limit`, `pageToken` -> `next_page_token`).
  */
-import { Limit, NextPageToken, PageToken } from "../http/paging";
+
 import { type Static, Type as T } from "@sinclair/typebox";
+import { Limit, NextPageToken, PageToken } from "../http/paging";
 
 export const PAYMENTS_LIMIT = { max: 1000, fallback: 20 } as const;
 
