@@ -2,8 +2,10 @@
  * The purchase decision: what GET|HEAD /x402/cid/:cid answers, with no HTTP
  * types. From the CID, the credentials presented and the clock it decides
  * one of: offer (402), refuse (403 + reason), serve (file, range, receipt),
- * pending, unavailable, not found. Every "paid already / may this be served
- * again" rule lives here, in `existing` below; routes.ts only turns a
+ * pending, unavailable, conflict, not found. Every rule of who may download
+ * without paying (again) lives here: the same proof re-presented
+ * (`existing`), and a wallet with an active entitlement proving itself by a
+ * fresh authorization, a sign-in or an access token. routes.ts only turns a
  * decision into a Response (the x402 packages' split: a framework-free core
  * returning a result, a thin adapter per framework).
  *
