@@ -46,6 +46,25 @@ export interface ServerOptions {
  */
 const BACKSTOP_BODY_LIMIT = 16 * 1024 * 1024;
 
+type Fetch = (request: Request) => Response | Promise<Response>;
+
+/**
+ * Elysia finds a request's path at the first "/" after index 11 (it assumes
+ * an origin at least as long as `http://a.bc`): behind a short Host header
+ * (`Host: a`) every management route answered 404, and `Host: x` served
+ * `/x402/v3/x402/config` as `/v3/x402/config`. Such a request is handed on
+ * under a long enough origin; nothing reads the origin (public URLs come
+ * from PUBLIC_URL), and every usual request goes through untouched.
+ */
+function withRoutableOrigin(fetch: Fetch): Fetch {
+  return (request) => {
+    const url = request.url;
+    const pathStart = url.indexOf("/", url.indexOf("//") + 2);
+    if (pathStart >= 11) return fetch(request);
+    return fetch(new Request(`http://localhost${pathStart === -1 ? "/" : url.slice(pathStart)}`, request));
+  };
+}
+
 export async function startServer(options: ServerOptions) {
   const { settings } = options;
   const log = options.log ?? createLogger(settings.logLevel);
@@ -78,7 +97,7 @@ export async function startServer(options: ServerOptions) {
   const { app, gateway } = composeApp({ settings, db, log, jwtSecret, facilitator, pricing, publicUrl, stores });
   server.reload({
     routes: gatewayRoutes(gateway, (handler, path) => withRequestLog(handler, log, path)),
-    fetch: withRequestLog(app.fetch, log),
+    fetch: withRequestLog(withRoutableOrigin(app.fetch), log),
     error: lastResort,
   });
   const watchers = pricing ? startWatchers({ content: stores.content, settings, pricing, log }) : undefined;

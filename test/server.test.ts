@@ -70,6 +70,35 @@ describe("startServer", () => {
     expect(((await res.json()) as any).error.code).toBe("unauthorized");
   });
 
+  test("management routes match the real path whatever the Host header (Elysia reads the path from index 11)", async () => {
+    const { port } = new URL(running.url);
+    const raw = async (host: string, path: string) => {
+      // fetch() sets Host from the URL: a raw HTTP/1.1 request sends the Host a client may really send
+      const socket = await Bun.connect({
+        hostname: "127.0.0.1",
+        port: Number(port),
+        socket: {
+          data(_s, chunk) {
+            received += Buffer.from(chunk).toString();
+          },
+          close() {
+            done();
+          },
+        },
+      });
+      let received = "";
+      let done!: () => void;
+      const closed = new Promise<void>((resolve) => (done = resolve));
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`);
+      await closed;
+      return Number(received.split(" ")[1]);
+    };
+    for (const host of ["a", "abc", "x", "[::1]", "example.com"]) {
+      expect(await raw(host, "/v3/x402/payment_instructions")).toBe(401); // found, and asks for a token
+      expect(await raw(host, "/x402/v3/x402/config")).toBe(404); // never served as /v3/x402/config
+    }
+  });
+
   test("stop() releases the port and closes the database it opened", async () => {
     const { url, db } = running;
     await running.stop(true);
