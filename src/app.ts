@@ -20,6 +20,8 @@ import { instructionsModule } from "./instructions/routes";
 import { paymentLookup } from "./ledger/chain-lookup";
 import { paymentsModule } from "./ledger/routes";
 import { createLedgerSettler } from "./ledger/settler";
+import { createPaywall, PAGE_HEADERS } from "./paywall/paywall";
+import { paywallModule } from "./paywall/routes";
 import { configModule } from "./pricing/routes";
 import type { Pricing } from "./pricing/service";
 import type { Settings } from "./settings";
@@ -82,14 +84,25 @@ export function composeApp(deps: AppDeps) {
     }),
     paymentIdentifiers: stores.paymentIdentifiers,
   });
-  const gateway = createGatewayHandler({ purchase, secureCookies: publicUrl.startsWith("https:") });
+  const paywall = createPaywall({
+    publicUrl,
+    presentation: () => deps.pricing?.presentation() ?? {},
+    catalog,
+    content: stores.content,
+  });
+  const gateway = createGatewayHandler({
+    purchase,
+    secureCookies: publicUrl.startsWith("https:"),
+    pages: { offerPage: paywall.offerPage, disposition: paywall.disposition, headers: PAGE_HEADERS },
+  });
   const app = new Elysia()
     .use(errors)
     .use(instructionsModule({ store: stores.instructions, settings, jwtSecret }))
     .use(paymentsModule({ payments, jwtSecret }))
     .use(entitlementsModule({ entitlements: stores.entitlements, instructions: stores.instructions, jwtSecret }))
     .use(configModule({ pricing: deps.pricing, settings, jwtSecret }))
-    .use(gatewayModule(gateway));
+    .use(gatewayModule(gateway))
+    .use(paywallModule(paywall, settings));
   return { app, gateway, stores };
 }
 

@@ -8,6 +8,7 @@
 import { Elysia } from "elysia";
 import { ACCESS_COOKIE, ACCESS_TOKEN_HEADER } from "../entitlements/access-token";
 import { errorBody } from "../http/errors";
+import { prefersHtml } from "../paywall/accept";
 import { SIWX_HEADER } from "../x402/extensions";
 import { encodeHeader, Header } from "../x402/headers";
 import type { PricedContent } from "./catalog";
@@ -20,6 +21,16 @@ export interface GatewayDeps {
   purchase: Purchase;
   /** PUBLIC_URL is https: access cookies are marked Secure. */
   secureCookies: boolean;
+  /** The browser's side (src/paywall/): an HTML 402 for navigations, the served file's name. */
+  pages?: GatewayPages;
+}
+
+/** What the gateway asks of the paywall; each answer is cached there per offer. */
+export interface GatewayPages {
+  offerPage(item: PricedContent): string;
+  disposition(item: PricedContent): string;
+  /** Extra headers of the HTML 402 (its Content-Security-Policy). */
+  headers: Record<string, string>;
 }
 
 /** Browsers may send the proof headers and read the payment headers only if CORS says so. */
@@ -66,10 +77,19 @@ function errorJson(code: string, message: string): string {
 // of the same five headers in ~0.8 us (the Response gets its own copy either way).
 const paymentRequiredHeaders = new WeakMap<
   PricedContent["required"],
-  { extensions: OfferExtensions; headers: Headers }
+  { extensions: OfferExtensions; headers: Headers; html?: Headers }
 >();
 
-function paymentRequired(d: Extract<Decision, { kind: "offer" }>, head: boolean): Response {
+/**
+ * The 402. A browser navigating (Accept prefers text/html) gets the paywall
+ * page with the same PAYMENT-REQUIRED header and CORS; anyone else exactly the JSON 402.
+ */
+function paymentRequired(
+  d: Extract<Decision, { kind: "offer" }>,
+  head: boolean,
+  requestHeaders: Headers,
+  pages: GatewayPages | undefined,
+): Response {
   const { item, extensions } = d;
   let cached = paymentRequiredHeaders.get(item.required);
   if (cached?.extensions !== extensions) {
@@ -84,6 +104,14 @@ function paymentRequired(d: Extract<Decision, { kind: "offer" }>, head: boolean)
       }),
     };
     paymentRequiredHeaders.set(item.required, cached);
+  }
+  if (pages && prefersHtml(requestHeaders.get("accept"))) {
+    cached.html ??= new Headers({
+      ...Object.fromEntries(cached.headers),
+      ...pages.headers,
+      "Content-Type": "text/html; charset=utf-8",
+    });
+    return new Response(head ? null : pages.offerPage(item), { status: 402, headers: cached.html });
   }
   return new Response(head ? null : item.required.body, { status: 402, headers: cached.headers });
 }
@@ -115,12 +143,20 @@ function refused(d: Extract<Decision, { kind: "refuse" }>, head: boolean): Respo
 }
 
 /** The paid file, streamed from disk (Bun sends it with sendfile; never read into memory). */
-function fileResponse(d: Extract<Decision, { kind: "serve" }>, head: boolean, path: string, secure: boolean): Response {
+function fileResponse(
+  d: Extract<Decision, { kind: "serve" }>,
+  head: boolean,
+  path: string,
+  secure: boolean,
+  pages: GatewayPages | undefined,
+): Response {
   const { item, range } = d;
   const { file } = item;
   const headers: Record<string, string> = {
     ...CORS_HEADERS,
     "Content-Type": file.mediaType,
+    // Its real name: a browser saves (or shows) the file as the creator named it.
+    ...(pages ? { "Content-Disposition": pages.disposition(item) } : {}),
     // A CID names these exact bytes: the strongest validator there is.
     ETag: `"${item.cid}"`,
     "Accept-Ranges": "bytes",
@@ -167,14 +203,21 @@ function accessTokensOf(headers: Headers): string[] | undefined {
 }
 
 /** The one mapping from a decision to what the client receives. */
-function respond(d: Decision, head: boolean, path: string, secure: boolean): Response {
+function respond(
+  d: Decision,
+  head: boolean,
+  path: string,
+  secure: boolean,
+  request: Headers,
+  pages: GatewayPages | undefined,
+): Response {
   switch (d.kind) {
     case "offer":
-      return paymentRequired(d, head);
+      return paymentRequired(d, head, request, pages);
     case "refuse":
       return refused(d, head);
     case "serve":
-      return fileResponse(d, head, path, secure);
+      return fileResponse(d, head, path, secure, pages);
     case "notFound":
       return json(404, errorJson("not_found", d.message), head);
     case "conflict":
@@ -207,7 +250,7 @@ function respond(d: Decision, head: boolean, path: string, secure: boolean): Res
 }
 
 /** Reads the request into the purchase's terms and answers its decision; synchronous up to the 402. */
-export function createGatewayHandler({ purchase, secureCookies }: GatewayDeps) {
+export function createGatewayHandler({ purchase, secureCookies, pages }: GatewayDeps) {
   return function handle(request: Request, cid: string, head: boolean): Response | Promise<Response> {
     const headers = request.headers;
     const decision = purchase.decide({
@@ -223,8 +266,8 @@ export function createGatewayHandler({ purchase, secureCookies }: GatewayDeps) {
     });
     const path = `/x402/cid/${cid}`;
     return decision instanceof Promise
-      ? decision.then((d) => respond(d, head, path, secureCookies))
-      : respond(decision, head, path, secureCookies);
+      ? decision.then((d) => respond(d, head, path, secureCookies, headers, pages))
+      : respond(decision, head, path, secureCookies, headers, pages);
   };
 }
 

@@ -25,7 +25,7 @@ import { envUsed, sameEnv } from "./env";
 import { fastParse } from "./fast-yaml";
 import { type Locator, lazyPosition, type Path, type Position, type PricingProblem, pin } from "./position";
 import { priceToAmount } from "./price";
-import { DefaultsModel, InstructionModel, KEY_PATTERN, type PricingFile } from "./schema";
+import { DefaultsModel, InstructionModel, KEY_PATTERN, type PricingFile, SiteModel, StorefrontModel } from "./schema";
 import { parseWithPositions } from "./strict-yaml";
 
 export { formatProblem, type Position, type PricingProblem, pin } from "./position";
@@ -53,10 +53,17 @@ export interface DesiredInstruction extends Omit<FileInstruction, "cids"> {
   files: FilePattern[];
 }
 
+/** The buyer-facing pages' settings (`site:`, `storefront:`), from the one file that gives them. */
+export interface Presentation {
+  site?: Static<typeof SiteModel> & { at: Position };
+  storefront?: Static<typeof StorefrontModel> & { at: Position };
+}
+
 export interface ParsedFile {
   /** Path relative to the config folder, "/"-separated. */
   path: string;
   instructions: DesiredInstruction[];
+  presentation?: Presentation;
   errors: PricingProblem[];
   warnings: PricingProblem[];
 }
@@ -64,6 +71,7 @@ export interface ParsedFile {
 export interface LoadedPricing {
   files: string[];
   instructions: DesiredInstruction[];
+  presentation: Presentation;
   errors: PricingProblem[];
   warnings: PricingProblem[];
 }
@@ -85,6 +93,8 @@ const checkOutline = TypeCompiler.Compile(
   t.Object(
     {
       defaults: t.Optional(DefaultsModel),
+      site: t.Optional(SiteModel),
+      storefront: t.Optional(StorefrontModel),
       instructions: t.Optional(
         t.Record(t.String({ pattern: KEY_PATTERN }), t.Unknown(), { additionalProperties: false }),
       ),
@@ -194,12 +204,18 @@ export function parsePricingFile(
     };
     const checked = checkData(fast, lazy, path, opts);
     if (checked && checked.errors.length === 0)
-      return { path, instructions: checked.instructions, errors: [], warnings: [] };
+      return { path, instructions: checked.instructions, presentation: checked.presentation, errors: [], warnings: [] };
   }
   const slow = parseWithPositions(text, display, opts.env);
   if (slow.data === undefined) return { path, instructions: [], errors: slow.errors, warnings: slow.warnings };
   const checked = checkData(slow.data, slow.locator, path, opts)!;
-  return { path, instructions: checked.instructions, errors: checked.errors, warnings: slow.warnings };
+  return {
+    path,
+    instructions: checked.instructions,
+    presentation: checked.presentation,
+    errors: checked.errors,
+    warnings: slow.warnings,
+  };
 }
 
 type Defaults = Static<typeof DefaultsModel>;
@@ -226,7 +242,7 @@ function checkData(
   where: Locator,
   path: string,
   opts: Pick<LoadOptions, "settings">,
-): { instructions: DesiredInstruction[]; errors: PricingProblem[] } | undefined {
+): { instructions: DesiredInstruction[]; presentation?: Presentation; errors: PricingProblem[] } | undefined {
   const errors: PricingProblem[] = [];
   const instructions: DesiredInstruction[] = [];
   const check: Check = { where, problem: (at, rule, message) => void errors.push({ ...pin(at), rule, message }) };
@@ -262,7 +278,19 @@ function checkData(
       files,
     });
   }
-  return { instructions, errors };
+  return { instructions, presentation: checkPresentation(file, check), errors };
+}
+
+/** `site:` and `storefront:` (their shapes were checked with the outline); the logo must name a content file. */
+function checkPresentation(file: PricingFile, check: Check): Presentation | undefined {
+  if (!file.site && !file.storefront) return undefined;
+  const logo = file.site?.logo;
+  const problem = logo === undefined ? undefined : relativePathProblem(logo);
+  if (problem) check.problem(check.where.at(["site", "logo"]), "format", `site.logo: ${problem}`);
+  return {
+    site: file.site && { ...file.site, at: check.where.at(["site"], true) },
+    storefront: file.storefront && { ...file.storefront, at: check.where.at(["storefront"], true) },
+  };
 }
 
 /** `defaults` and `instructions` with nothing else at the top; an empty file when the outline is wrong. */
@@ -427,7 +455,7 @@ function normalizeCached(inputs: unknown[], settings: LoadOptions["settings"]) {
  */
 export function loadPricing(opts: LoadOptions): LoadedPricing {
   const files = findPricingFiles(opts.configDir);
-  const out: LoadedPricing = { files, instructions: [], errors: [], warnings: [] };
+  const out: LoadedPricing = { files, instructions: [], presentation: {}, errors: [], warnings: [] };
   const live = new Set<string>();
   for (const path of files) {
     let text: string;
@@ -452,6 +480,7 @@ export function loadPricing(opts: LoadOptions): LoadedPricing {
       opts.cache?.set(path, parsed);
     }
     out.instructions.push(...parsed.parsed.instructions);
+    mergePresentation(out, parsed.parsed.presentation);
     out.errors.push(...parsed.parsed.errors);
     out.warnings.push(...parsed.parsed.warnings);
   }
@@ -506,6 +535,22 @@ export function loadPricing(opts: LoadOptions): LoadedPricing {
   }
   out.instructions = resolved;
   return out;
+}
+
+/** `site:` and `storefront:` may each be said by one file only: two would leave the reader guessing which wins. */
+function mergePresentation(out: LoadedPricing, found: Presentation | undefined) {
+  for (const key of ["site", "storefront"] as const) {
+    const mine = found?.[key];
+    if (!mine) continue;
+    const other = out.presentation[key];
+    if (other) {
+      out.errors.push({
+        ...pin(mine.at),
+        rule: "duplicate-section",
+        message: `${key}: is also given at ${other.at.file}:${other.at.line}:${other.at.column}; keep one`,
+      });
+    } else out.presentation = { ...out.presentation, [key]: mine };
+  }
 }
 
 function describe(inst: Pick<DesiredInstruction, "key">, claim: CidClaim): string {

@@ -89,9 +89,34 @@ export const DefaultsModel = t.Object(
   },
 );
 
+/** How the paid file is handed over: a download, or shown in the browser (media and PDF only). */
+export const DispositionModel = t.Union([t.Literal("attachment"), t.Literal("inline")], {
+  description:
+    '"attachment" (default): the browser saves the file under its name. "inline": images, audio, video and PDF open in the browser; other files are still saved.',
+});
+
+/** The buyer-facing pages (src/paywall/): what the paywall and the storefront show. */
+export const SiteModel = t.Object(
+  {
+    name: t.Optional(t.String({ minLength: 1, maxLength: 80, description: "Site name shown on every page." })),
+    logo: t.Optional(
+      t.String({ minLength: 1, maxLength: 1024, description: "A file under the content folder, e.g. brand/logo.svg." }),
+    ),
+    disposition: t.Optional(DispositionModel),
+  },
+  { additionalProperties: false, description: "The paywall page. One pricing file at most may say it." },
+);
+
+export const StorefrontModel = t.Object(
+  { list: t.Boolean({ description: "true: / lists every file for sale. Default false: / says nothing." }) },
+  { additionalProperties: false, description: "The optional storefront at /." },
+);
+
 export const PricingFileModel = t.Object(
   {
     defaults: t.Optional(DefaultsModel),
+    site: t.Optional(SiteModel),
+    storefront: t.Optional(StorefrontModel),
     instructions: t.Optional(
       t.Record(t.String({ pattern: KEY_PATTERN }), InstructionModel, {
         additionalProperties: false,

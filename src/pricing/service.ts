@@ -9,7 +9,7 @@ import type { ContentStore } from "../content/store";
 import type { Logger } from "../http/logging";
 import type { InstructionStore } from "../instructions/store";
 import type { Settings } from "../settings";
-import { formatProblem, loadPricing, type ParseCache, type PricingProblem } from "./load";
+import { formatProblem, loadPricing, type ParseCache, type Presentation, type PricingProblem } from "./load";
 import { changed, emptyChanges, reconcile, type SyncChanges } from "./sync";
 
 export type ReloadTrigger = "start" | "config" | "content" | "manual" | "check";
@@ -40,6 +40,8 @@ export interface PricingStatus {
 export interface Pricing {
   reload(trigger: ReloadTrigger): ReloadReport;
   status(): PricingStatus;
+  /** `site:` and `storefront:` of the state being served (the last reload not rejected). */
+  presentation(): Presentation;
 }
 
 export interface PricingOptions {
@@ -59,6 +61,7 @@ export function createPricing(opts: PricingOptions): Pricing {
   const now = opts.now ?? (() => new Date());
   let lastReload: ReloadReport | undefined;
   let lastGood: PricingStatus["lastGood"];
+  let presentation: Presentation = {};
   let loggedWarnings: string[] = [];
 
   function reload(trigger: ReloadTrigger): ReloadReport {
@@ -107,6 +110,8 @@ export function createPricing(opts: PricingOptions): Pricing {
     lastReload = report;
     if (report.result !== "rejected") {
       lastGood = { at: report.at, trigger, files: report.files, instructions: report.instructions, cids: report.cids };
+      // A new object only when something moved: the paywall caches its pages by this identity.
+      if (JSON.stringify(loaded.presentation) !== JSON.stringify(presentation)) presentation = loaded.presentation;
     }
     log(report);
     return report;
@@ -151,5 +156,6 @@ export function createPricing(opts: PricingOptions): Pricing {
       lastReload,
       lastGood,
     }),
+    presentation: () => presentation,
   };
 }

@@ -27,6 +27,8 @@ export interface StackOptions {
   amount?: string;
   buyers?: number;
   env?: Record<string, string>;
+  /** Pricing files (name -> YAML) written to the config folder; given, the server loads and watches them. */
+  config?: Record<string, string>;
   /** Wraps the real facilitator (to count calls or inject a fault). */
   wrapFacilitator?: (real: Facilitator) => Facilitator;
 }
@@ -57,6 +59,9 @@ export async function createTestStack(options: StackOptions) {
     const db = openDb(":memory:");
 
     mkdirSync(settings.contentDir, { recursive: true });
+    mkdirSync(settings.configDir, { recursive: true });
+    for (const [name, yaml] of Object.entries(options.config ?? {}))
+      writeFileSync(join(settings.configDir, name), yaml);
     for (const [name, bytes] of Object.entries(options.files)) writeFileSync(join(settings.contentDir, name), bytes);
     const stores = createStores(db, settings);
     await stores.content.index();
@@ -88,7 +93,7 @@ export async function createTestStack(options: StackOptions) {
       log: createLogger("silent"),
       jwtSecret: STACK_JWT_SECRET,
       facilitator,
-      pricing: false,
+      pricing: options.config !== undefined,
     });
     const { url, app } = running;
 

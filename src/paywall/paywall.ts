@@ -1,0 +1,92 @@
+/**
+ * The buyer-facing pages as one service: the HTML 402 of each offer (kept
+ * per offer and site settings, like the JSON one), the Content-Disposition
+ * of each served file, and the storefront. No HTTP routing here (routes.ts).
+ */
+import type { ContentStore } from "../content/store";
+import type { PricedContent } from "../gateway/catalog";
+import type { Presentation } from "../pricing/load";
+import { SCRIPT_VERSION } from "./assets";
+import { renderOffer, renderStorefront, SCRIPT_PATH } from "./page";
+import { contentDisposition, resolveSite, type Site } from "./site";
+import { CSS_HASH } from "./styles";
+
+export interface PaywallDeps {
+  publicUrl: string;
+  /** The pricing files' `site:` and `storefront:` (none when pricing is off). */
+  presentation: () => Presentation;
+  catalog: { lookup(cid: string): PricedContent | undefined };
+  content: Pick<ContentStore, "list">;
+}
+
+/**
+ * What every page may load: itself, its script, its logo, and calls back to
+ * cidgate. Nothing from anywhere else, enforced by the browser.
+ */
+export const PAGE_HEADERS = {
+  "Content-Security-Policy": `default-src 'none'; script-src 'self'; style-src '${CSS_HASH}'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
+  "X-Content-Type-Options": "nosniff",
+  "Referrer-Policy": "no-referrer",
+} as const;
+
+/** The storefront lists at most this many files (one page; it is a shop window, not an index). */
+const STOREFRONT_LIMIT = 500;
+
+export function createPaywall(deps: PaywallDeps) {
+  let presentation: Presentation | undefined;
+  let site: Site = resolveSite({}, deps.publicUrl);
+  const scriptUrl = `${SCRIPT_PATH}?v=${SCRIPT_VERSION}`;
+  const pages = new WeakMap<PricedContent, { site: Site; html: string }>();
+  const dispositions = new WeakMap<PricedContent, { site: Site; value: string }>();
+
+  /** The current site settings; a new object only when the pricing files changed them. */
+  function currentSite(): Site {
+    const now = deps.presentation();
+    if (now !== presentation) {
+      presentation = now;
+      site = resolveSite(now, deps.publicUrl);
+    }
+    return site;
+  }
+
+  return {
+    currentSite,
+    /** The HTML of this offer's 402 (rendered once per offer and site settings). */
+    offerPage(item: PricedContent): string {
+      const s = currentSite();
+      let page = pages.get(item);
+      if (page?.site !== s) {
+        page = { site: s, html: renderOffer(item, s, scriptUrl) };
+        pages.set(item, page);
+      }
+      return page.html;
+    },
+    /** Content-Disposition of the served file: its real name; inline only for media and PDF when the site says so. */
+    disposition(item: PricedContent): string {
+      const s = currentSite();
+      let d = dispositions.get(item);
+      if (d?.site !== s) {
+        d = { site: s, value: contentDisposition(item.file.absolutePath, item.file.mediaType, s.disposition) };
+        dispositions.set(item, d);
+      }
+      return d.value;
+    },
+    /** The storefront's HTML, or undefined when the creator did not ask for one. */
+    storefront(): string | undefined {
+      const s = currentSite();
+      if (!s.storefront) return undefined;
+      const items: PricedContent[] = [];
+      const seen = new Set<string>();
+      for (const { cid } of deps.content.list()) {
+        if (items.length >= STOREFRONT_LIMIT) break;
+        if (seen.has(cid)) continue;
+        seen.add(cid);
+        const item = deps.catalog.lookup(cid);
+        if (item) items.push(item);
+      }
+      return renderStorefront(items, s);
+    },
+  };
+}
+
+export type Paywall = ReturnType<typeof createPaywall>;
