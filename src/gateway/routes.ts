@@ -106,11 +106,11 @@ function paymentRequired(
     paymentRequiredHeaders.set(item.required, cached);
   }
   if (pages && prefersHtml(requestHeaders.get("accept"))) {
-    cached.html ??= new Headers({
-      ...Object.fromEntries(cached.headers),
-      ...pages.headers,
-      "Content-Type": "text/html; charset=utf-8",
-    });
+    if (!cached.html) {
+      cached.html = new Headers(cached.headers);
+      for (const [name, value] of Object.entries(pages.headers)) cached.html.set(name, value);
+      cached.html.set("Content-Type", "text/html; charset=utf-8");
+    }
     return new Response(head ? null : pages.offerPage(item), { status: 402, headers: cached.html });
   }
   return new Response(head ? null : item.required.body, { status: 402, headers: cached.headers });
