@@ -30,4 +30,10 @@ export interface OfferData {
   /** Bytes: the paying request asks for the first one only (an empty file: no Range). */
   size: number;
   accepts: OfferNetwork[];
+  /**
+   * False when a payment grants no later access (`access: once`): the paying
+   * request would be the only download, and the page never takes the file
+   * into a script, so it does not offer to pay.
+   */
+  browserCanBuy: boolean;
 }

@@ -36,6 +36,7 @@ export function offerData(item: PricedContent): OfferData {
     path: `/x402/cid/${item.cid}`,
     fileName: fileName(item),
     size: item.file.size,
+    browserCanBuy: item.instruction.access !== "once",
     accepts: item.required.accepts.map((a) => {
       const network = WALLET_NETWORKS[a.network];
       return {
@@ -67,7 +68,11 @@ export function renderOffer(item: PricedContent, site: Site, scriptUrl: string):
       : ""
   }<dl><dt>File</dt><dd>${escapeHtml(data.fileName)}</dd><dt>Type</dt><dd>${escapeHtml(file.mediaType)}</dd><dt>Size</dt><dd>${escapeHtml(formatSize(file.size))}</dd></dl><p class="price" id="price">${
     first ? `${formatDollars(first.usdc)} <small>${escapeHtml(first.usdc)} USDC</small>` : ""
-  }</p><dl>${prices}</dl><div class="actions"><button type="button" class="primary" id="pay" disabled>Pay with wallet</button><button type="button" class="secondary" id="signin" disabled>Bought it already? Sign in with wallet</button></div><div class="wallets" id="wallets" hidden></div><ol class="steps" id="steps" hidden><li data-step="sign">Waiting for your signature</li><li data-step="settle">Settling on chain</li><li data-step="ready">Ready: your download starts</li></ol><div class="status" id="status" role="status" aria-live="polite"></div><noscript><p class="status" data-kind="error"><strong>Paying needs JavaScript</strong> and a browser wallet (MetaMask, Coinbase Wallet, Rabby or any other). Turn JavaScript on for this page.</p></noscript></article><script type="application/json" id="offer">${jsonBlock(data)}</script>`;
+  }</p><dl>${prices}</dl>${
+    data.browserCanBuy
+      ? ""
+      : `<p class="status" data-kind="error"><strong>Sold to programs only.</strong> Each payment here is good for one download, which only an x402 client (a script or an agent) can take; a browser cannot buy it.</p>`
+  }<div class="actions"${data.browserCanBuy ? "" : " hidden"}><button type="button" class="primary" id="pay" disabled>Pay with wallet</button><button type="button" class="secondary" id="signin" disabled>Bought it already? Sign in with wallet</button></div><div class="wallets" id="wallets" hidden></div><ol class="steps" id="steps" hidden><li data-step="sign">Waiting for your signature</li><li data-step="settle">Settling on chain</li><li data-step="ready">Ready: your download starts</li></ol><div class="status" id="status" role="status" aria-live="polite"></div><noscript><p class="status" data-kind="error"><strong>Paying needs JavaScript</strong> and a browser wallet (MetaMask, Coinbase Wallet, Rabby or any other). Turn JavaScript on for this page.</p></noscript></article><script type="application/json" id="offer">${jsonBlock(data)}</script>`;
   return shell(site, `${title} · ${site.name}`, body, scriptUrl);
 }
 

@@ -136,6 +136,18 @@ describe("who gets which 402", () => {
   });
 });
 
+test("access: once (no later access): the page does not offer to pay, and says who can buy", async () => {
+  const once = await addContent(f, { "ticket.txt": "one use" });
+  const instruction = price(f, once["ticket.txt"] as string, [{ payTo: seller, amount: "10000" }], "Ticket");
+  f.stores.instructions.update(instruction.id, { access: "once" });
+  const page = await (
+    await get(appWithSite(undefined).app, `/x402/cid/${once["ticket.txt"]}`, { Accept: CHROME_ACCEPT })
+  ).text();
+  expect(page).toContain("Sold to programs only");
+  expect(page).toContain('<div class="actions" hidden>');
+  expect(page).toContain('"browserCanBuy":false');
+});
+
 describe("the served file keeps its name", () => {
   test("Content-Disposition: attachment with the real name; inline only for media and PDF when the site asks", () => {
     expect(contentDisposition("/c/report.pdf", "application/pdf", "attachment")).toBe(

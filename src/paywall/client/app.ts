@@ -470,5 +470,7 @@ async function run(action: Action) {
 
 payButton.addEventListener("click", () => run("pay"));
 signInButton.addEventListener("click", () => run("signin"));
-payButton.disabled = false;
-signInButton.disabled = false;
+if (offer.browserCanBuy) {
+  payButton.disabled = false;
+  signInButton.disabled = false;
+}
