@@ -27,7 +27,7 @@ export interface GatewayDeps {
 
 /** What the gateway asks of the paywall; each answer is cached there per offer. */
 export interface GatewayPages {
-  offerPage(item: PricedContent): string;
+  offerPage(item: PricedContent): Uint8Array<ArrayBuffer>;
   disposition(item: PricedContent): string;
   /** Extra headers of the HTML 402 (its Content-Security-Policy). */
   headers: Record<string, string>;

@@ -36,7 +36,9 @@ export function createPaywall(deps: PaywallDeps) {
   let presentation: Presentation | undefined;
   let site: Site = resolveSite({}, deps.publicUrl);
   const scriptUrl = `${SCRIPT_PATH}?v=${SCRIPT_VERSION}`;
-  const pages = new WeakMap<PricedContent, { site: Site; html: string }>();
+  // Kept as UTF-8 bytes: a 6 KB string would be encoded again for every 402.
+  const pages = new WeakMap<PricedContent, { site: Site; html: Uint8Array<ArrayBuffer> }>();
+  const utf8 = new TextEncoder();
   const dispositions = new WeakMap<PricedContent, { site: Site; value: string }>();
 
   /** The current site settings; a new object only when the pricing files changed them. */
@@ -52,11 +54,11 @@ export function createPaywall(deps: PaywallDeps) {
   return {
     currentSite,
     /** The HTML of this offer's 402 (rendered once per offer and site settings). */
-    offerPage(item: PricedContent): string {
+    offerPage(item: PricedContent): Uint8Array<ArrayBuffer> {
       const s = currentSite();
       let page = pages.get(item);
       if (page?.site !== s) {
-        page = { site: s, html: renderOffer(item, s, scriptUrl) };
+        page = { site: s, html: utf8.encode(renderOffer(item, s, scriptUrl)) };
         pages.set(item, page);
       }
       return page.html;

@@ -474,3 +474,5 @@ if (offer.browserCanBuy) {
   payButton.disabled = false;
   signInButton.disabled = false;
 }
+// bench:paywall reads this: from navigation start to a page that can pay.
+performance.mark("paywall-ready");
