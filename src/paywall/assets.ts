@@ -1,9 +1,9 @@
 /**
- * The page script, bundled from client/ by Bun.build when the process first
- * asks for it (viem and mipd tree-shaken, minified) and kept in memory with
+ * The page script, bundled from client/ by Bun.build when the app is made
+ * (viem and mipd tree-shaken, minified) and kept in memory with
  * its gzip form: no CDN, no build step before `npm start`, and the bundle
  * always matches the source it is served beside. One build per process
- * (about 100-300 ms, off the request path: started with the server).
+ * (about 20-300 ms depending on load, off the request path).
  */
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";

@@ -18,7 +18,7 @@ export const LOGO_PATH = "/paywall/logo";
 
 function shell(site: Site, title: string, body: string, script?: string): string {
   const logo = site.logo ? `<img src="${LOGO_PATH}" alt="">` : "";
-  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="color-scheme" content="light dark"><meta name="robots" content="noindex"><title>${escapeHtml(title)}</title><style>${CSS}</style>${script ? `<script src="${script}" defer></script>` : ""}</head><body><header class="site">${logo}<span>${escapeHtml(site.name)}</span></header><main>${body}</main><footer>Paid with USDC over x402. Your wallet signs a transfer of exactly this price; nothing else is asked.</footer></body></html>`;
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="color-scheme" content="light dark"><meta name="robots" content="noindex"><title>${escapeHtml(title)}</title><style>${CSS}</style>${script ? `<script src="${script}" defer></script>` : ""}</head><body><header class="site">${site.storefront ? `<a href="/">${logo}<span>${escapeHtml(site.name)}</span></a>` : `${logo}<span>${escapeHtml(site.name)}</span>`}</header><main>${body}</main><footer>Paid with USDC over x402. Your wallet signs a transfer of exactly this price; nothing else is asked.</footer></body></html>`;
 }
 
 /** JSON inside a <script> block: no "</script>" or "<!--" can end it early. */

@@ -6,7 +6,7 @@
 import type { ContentStore } from "../content/store";
 import type { PricedContent } from "../gateway/catalog";
 import type { Presentation } from "../pricing/load";
-import { SCRIPT_VERSION } from "./assets";
+import { pageScript, SCRIPT_VERSION } from "./assets";
 import { renderOffer, renderStorefront, SCRIPT_PATH } from "./page";
 import { contentDisposition, resolveSite, type Site } from "./site";
 import { CSS_HASH } from "./styles";
@@ -33,6 +33,9 @@ export const PAGE_HEADERS = {
 const STOREFRONT_LIMIT = 500;
 
 export function createPaywall(deps: PaywallDeps) {
+  // Bundled now, off the request path, so the first buyer's page does not wait for it; a failure
+  // is reported by the script's own route (and the build retried there).
+  pageScript().catch(() => {});
   let presentation: Presentation | undefined;
   let site: Site = resolveSite({}, deps.publicUrl);
   const scriptUrl = `${SCRIPT_PATH}?v=${SCRIPT_VERSION}`;

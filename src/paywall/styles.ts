@@ -13,7 +13,7 @@ body{margin:0;background:var(--bg);color:var(--fg);font:16px/1.5 system-ui,-appl
 header.site,main,footer{max-width:40rem;margin:0 auto;padding:0 1rem}
 header.site{display:flex;align-items:center;gap:.6rem;padding-top:1rem;padding-bottom:1rem;font-weight:600}
 header.site img{height:2rem;width:auto;max-width:8rem}
-header.site a{color:inherit;text-decoration:none}
+header.site a{color:inherit;text-decoration:none;display:flex;align-items:center;gap:.6rem}
 .card{background:var(--card);border:1px solid var(--line);border-radius:12px;padding:1.25rem}
 h1{font-size:1.5rem;line-height:1.25;margin:0 0 .4rem;overflow-wrap:anywhere}
 p{margin:.4rem 0}

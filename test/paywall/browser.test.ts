@@ -103,7 +103,7 @@ describe.skipIf(!run)("a person buys a file in the browser", () => {
   afterAll(async () => {
     await browser?.close();
     await stack?.stop();
-  });
+  }, 60_000);
 
   test("the offer: name, file, type, size, price, network, seller; no horizontal scroll at 375 px", async () => {
     for (const [label, viewport, dark] of [
@@ -133,7 +133,7 @@ describe.skipIf(!run)("a person buys a file in the browser", () => {
       await shoot(page, `offer-${label}`);
       await page.close();
     }
-  });
+  }, 60_000);
 
   test("no wallet: says which wallets work; keyboard reaches Pay and shows focus", async () => {
     const { page } = await openOffer({ viewport: MOBILE });
@@ -150,7 +150,7 @@ describe.skipIf(!run)("a person buys a file in the browser", () => {
     expect(await status(page).textContent()).toContain("MetaMask, Coinbase Wallet or Rabby");
     await shoot(page, "no-wallet-mobile");
     await page.close();
-  });
+  }, 60_000);
 
   test("pay: switch to Base Sepolia, sign, settle, the download saved with its name and exact bytes; seller paid once", async () => {
     const buyer = stack.devnet.buyers[0]!;
@@ -212,7 +212,7 @@ describe.skipIf(!run)("a person buys a file in the browser", () => {
     await page.click("#signin");
     await page.locator("#status strong", { hasText: "has not bought this file" }).waitFor();
     await page.close();
-  });
+  }, 60_000);
 
   test("too little USDC: how much is missing, and nothing is signed or charged", async () => {
     await browser.context.clearCookies();
@@ -228,7 +228,7 @@ describe.skipIf(!run)("a person buys a file in the browser", () => {
     await shoot(page, "too-little-usdc-mobile");
     expect(await stack.balanceOf(stack.devnet.seller.address)).toBe(sellerBefore);
     await page.close();
-  });
+  }, 60_000);
 
   test("a declined signature: its message, nothing charged", async () => {
     await browser.context.clearCookies();
@@ -242,7 +242,7 @@ describe.skipIf(!run)("a person buys a file in the browser", () => {
     await shoot(page, "declined-mobile");
     expect(await stack.balanceOf(stack.devnet.seller.address)).toBe(sellerBefore);
     await page.close();
-  });
+  }, 60_000);
 
   test("the wallet refuses to switch network: its message, nothing charged", async () => {
     await browser.context.clearCookies();
@@ -258,7 +258,7 @@ describe.skipIf(!run)("a person buys a file in the browser", () => {
     expect(wallet?.calls).not.toContain("eth_signTypedData_v4");
     await shoot(page, "wrong-network-mobile");
     await page.close();
-  });
+  }, 60_000);
 
   test("the facilitator down: its message, nothing charged; Try again later sends the same proof and pays once", async () => {
     await browser.context.clearCookies();
@@ -295,5 +295,5 @@ describe.skipIf(!run)("a person buys a file in the browser", () => {
     await link.click();
     await page.locator("#pay").waitFor();
     await page.close();
-  }, 30_000);
+  }, 60_000);
 });
