@@ -214,6 +214,42 @@ describe.skipIf(!run)("a person buys a file in the browser", () => {
     await page.close();
   }, 60_000);
 
+  test("several wallets announced: the buyer picks one, and only that one is asked", async () => {
+    await browser.context.clearCookies();
+    const page = await browser.context.newPage();
+    await page.setViewportSize(MOBILE);
+    const wallet = (key: `0x${string}`, name: string) =>
+      installTestWallet(page, { privateKey: key, rpcUrl: stack.devnet.rpcUrl, chainId: stack.devnet.chainId, name });
+    const first = await wallet(stack.devnet.buyers[1]!.privateKey, "Wallet One");
+    const second = await wallet(stack.devnet.buyers[3]!.privateKey, "Wallet Two");
+    second.decline.add("eth_signTypedData_v4"); // the person looks at the price and says no
+    await page.goto(`${stack.url}/x402/cid/${essayCid}`);
+    await page.locator("#pay:not([disabled])").click();
+    await page.locator("#wallets button", { hasText: "Wallet One" }).waitFor();
+    await shoot(page, "choose-wallet-mobile");
+    await page.locator("#wallets button", { hasText: "Wallet Two" }).click();
+    await page.locator("#status strong", { hasText: "You declined the signature" }).waitFor();
+    expect(first.calls).toEqual([]);
+    expect(second.calls).toContain("eth_requestAccounts");
+    await page.close();
+  }, 60_000);
+
+  test("a wallet without EIP-6963 is reached as window.ethereum", async () => {
+    await browser.context.clearCookies();
+    const page = await browser.context.newPage();
+    const legacy = await installTestWallet(page, {
+      privateKey: generatePrivateKey(),
+      rpcUrl: stack.devnet.rpcUrl,
+      chainId: stack.devnet.chainId,
+      inject: "legacy",
+    });
+    await page.goto(`${stack.url}/x402/cid/${essayCid}`);
+    await page.locator("#pay:not([disabled])").click();
+    await page.locator("#status strong", { hasText: "Not enough USDC" }).waitFor();
+    expect(legacy.calls.slice(0, 2)).toEqual(["eth_requestAccounts", "eth_chainId"]);
+    await page.close();
+  }, 60_000);
+
   test("too little USDC: how much is missing, and nothing is signed or charged", async () => {
     await browser.context.clearCookies();
     const sellerBefore = await stack.balanceOf(stack.devnet.seller.address);

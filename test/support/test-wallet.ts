@@ -21,7 +21,11 @@ export interface TestWalletOptions {
   /** The chain the wallet is on when the page opens (default `chainId`): another one makes the page switch. */
   startChainId?: number;
   name?: string;
+  /** "eip6963" (default): announced as modern wallets do; "legacy": only `window.ethereum`, as old ones. */
+  inject?: "eip6963" | "legacy";
 }
+
+let bridges = 0;
 
 export interface TestWallet {
   address: `0x${string}`;
@@ -115,7 +119,9 @@ export async function installTestWallet(page: Page, options: TestWalletOptions):
     }
   }
 
-  await page.exposeFunction("__cidgateTestWallet", async (method: string, params: string) => {
+  // One bridge per wallet: a page may hold several wallets, as a browser with several extensions does.
+  const bridgeName = `__cidgateTestWallet${++bridges}`;
+  await page.exposeFunction(bridgeName, async (method: string, params: string) => {
     try {
       return await handle(method, JSON.parse(params) as unknown[]);
     } catch (e) {
@@ -123,9 +129,11 @@ export async function installTestWallet(page: Page, options: TestWalletOptions):
     }
   });
   await page.addInitScript(
-    ({ name }) => {
-      const bridge = (window as unknown as Record<string, (m: string, p: string) => Promise<Answer>>)
-        .__cidgateTestWallet as (m: string, p: string) => Promise<Answer>;
+    ({ name, bridgeName, inject }) => {
+      const bridge = (window as unknown as Record<string, (m: string, p: string) => Promise<Answer>>)[bridgeName] as (
+        m: string,
+        p: string,
+      ) => Promise<Answer>;
       const provider = {
         async request({ method, params }: { method: string; params?: unknown[] }) {
           const answer = await bridge(method, JSON.stringify(params ?? []));
@@ -139,8 +147,12 @@ export async function installTestWallet(page: Page, options: TestWalletOptions):
         uuid: crypto.randomUUID(),
         name,
         icon: "data:image/svg+xml,%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 8 8'%3E%3Crect width='8' height='8' fill='%23e07b00'/%3E%3C/svg%3E",
-        rdns: "dev.cidgate.test-wallet",
+        rdns: `dev.cidgate.${bridgeName.toLowerCase()}`,
       };
+      if (inject === "legacy") {
+        (window as unknown as { ethereum: typeof provider }).ethereum = provider;
+        return;
+      }
       const announce = () =>
         window.dispatchEvent(
           new CustomEvent("eip6963:announceProvider", { detail: Object.freeze({ info, provider }) }),
@@ -148,7 +160,7 @@ export async function installTestWallet(page: Page, options: TestWalletOptions):
       window.addEventListener("eip6963:requestProvider", announce);
       announce();
     },
-    { name: options.name ?? "Test Wallet" },
+    { name: options.name ?? "Test Wallet", bridgeName, inject: options.inject ?? "eip6963" },
   );
   return wallet;
 }
