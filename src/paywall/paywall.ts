@@ -76,6 +76,17 @@ export function createPaywall(deps: PaywallDeps) {
       }
       return d.value;
     },
+    /**
+     * The logo's path under content/, unless none is set or it is a file for sale (a logo
+     * setting must not give a paid file away). One pass over the index: the browser keeps the
+     * logo for minutes, and the page is not waiting on it.
+     */
+    logo(): string | undefined {
+      const logo = currentSite().logo;
+      if (logo === undefined) return undefined;
+      const indexed = deps.content.list().find((f) => f.path === logo);
+      return indexed && deps.catalog.lookup(indexed.cid) ? undefined : logo;
+    },
     /** The storefront's HTML, or undefined when the creator did not ask for one. */
     storefront(): string | undefined {
       const s = currentSite();

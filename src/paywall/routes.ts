@@ -34,8 +34,8 @@ export function paywallModule(paywall: Paywall, settings: { contentDir: string }
       });
     })
     .get(LOGO_PATH, async () => {
-      const logo = paywall.currentSite().logo;
-      if (!logo) return errorResponse(404, "not_found", "no logo is set (site.logo in a pricing file)");
+      const logo = paywall.logo();
+      if (!logo) return errorResponse(404, "not_found", "no logo (site.logo in a pricing file, not a file for sale)");
       let file: ReturnType<typeof Bun.file>;
       try {
         file = Bun.file(absoluteContentPath(contentRoot(settings.contentDir), logo));

@@ -81,7 +81,7 @@ describe.skipIf(!run)("a person buys a file in the browser", () => {
     stack = await createTestStack({
       files: { "field-notes.bin": ESSAY },
       amount: String(PRICE),
-      buyers: 4,
+      buyers: 5,
       config: {
         "site.yaml": "site:\n  name: Ada's field notes\n  logo: brand/logo.svg\nstorefront:\n  list: true\n",
       },
@@ -152,11 +152,13 @@ describe.skipIf(!run)("a person buys a file in the browser", () => {
     await page.close();
   }, 60_000);
 
-  test("pay: switch to Base Sepolia, sign, settle, the download saved with its name and exact bytes; seller paid once", async () => {
-    const buyer = stack.devnet.buyers[0]!;
+  /** One purchase, watched step by step; `label` names its screenshots. */
+  async function buy(buyerIndex: number, label: string, view: { viewport: typeof MOBILE; dark?: boolean }) {
+    await browser.context.clearCookies();
+    const buyer = stack.devnet.buyers[buyerIndex]!;
     const sellerBefore = await stack.balanceOf(stack.devnet.seller.address);
     const buyerBefore = await stack.balanceOf(buyer.address);
-    const { page, wallet } = await openOffer({ key: buyer.privateKey, startChainId: BASE_MAINNET });
+    const { page, wallet } = await openOffer({ ...view, key: buyer.privateKey, startChainId: BASE_MAINNET });
     let release: () => void = () => {};
     faults.hold = new Promise((r) => {
       release = r;
@@ -164,7 +166,7 @@ describe.skipIf(!run)("a person buys a file in the browser", () => {
     const download = downloadedBytes(page, async () => {
       await page.click("#pay");
       await page.locator("#status strong", { hasText: "Settling on chain" }).waitFor();
-      await shoot(page, "settling-desktop");
+      await shoot(page, `settling-${label}`);
       release();
       faults.hold = undefined;
     });
@@ -181,11 +183,15 @@ describe.skipIf(!run)("a person buys a file in the browser", () => {
       hash: href?.split("/tx/")[1] as `0x${string}`,
     });
     expect(receipt.status).toBe("success");
-    await shoot(page, "done-desktop");
+    await shoot(page, `done-${label}`);
     expect(await stack.balanceOf(stack.devnet.seller.address)).toBe(sellerBefore + PRICE);
     expect(await stack.balanceOf(buyer.address)).toBe(buyerBefore - PRICE);
     expect(wallet?.calls.filter((c) => c === "eth_signTypedData_v4")).toHaveLength(1);
     await page.close();
+  }
+
+  test("pay: switch to Base Sepolia, sign, settle, the download saved with its name and exact bytes; seller paid once", async () => {
+    await buy(0, "desktop", { viewport: DESKTOP });
   }, 120_000);
 
   test("a returning buyer signs in with the wallet and downloads again; no second charge", async () => {
@@ -317,6 +323,10 @@ describe.skipIf(!run)("a person buys a file in the browser", () => {
     expect(wallet?.calls.filter((c) => c === "eth_signTypedData_v4")).toHaveLength(1);
     expect(await stack.balanceOf(stack.devnet.seller.address)).toBe(sellerBefore + PRICE);
     await page.close();
+  }, 120_000);
+
+  test("the same purchase at 375 px in dark mode", async () => {
+    await buy(4, "mobile-dark", { viewport: MOBILE, dark: true });
   }, 120_000);
 
   test("the storefront lists what is for sale, each linking to its page", async () => {

@@ -200,6 +200,13 @@ describe("site settings in a pricing file", () => {
     expect(await logo.text()).toContain("<svg");
   });
 
+  test("a logo that is a file for sale is not given away", async () => {
+    const { app } = appWithSite("site:\n  logo: report.pdf\n");
+    const r = await get(app, "/paywall/logo");
+    expect(r.status).toBe(404);
+    expect(await r.text()).not.toContain("%PDF");
+  });
+
   test("wrong settings are rejected with file, line and rule; a logo outside content/ included", () => {
     const { report } = appWithSite("site:\n  name: x\n  logo: ../secret.key\n  colour: red\n");
     expect(report.result).toBe("rejected");
