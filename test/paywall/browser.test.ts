@@ -25,7 +25,7 @@ const DESKTOP = { width: 1280, height: 860 };
 const BASE_MAINNET = 8453;
 
 const run = browserAvailable("paywall browser tests");
-const faults: FacilitatorFaults = { down: false, hold: undefined, verifies: 0, settles: 0 };
+const faults: FacilitatorFaults = { down: false, hold: undefined, loseSettleAnswers: 0, verifies: 0, settles: 0 };
 let stack: TestStack;
 let browser: LaunchedBrowser;
 let essayCid: string;
@@ -81,7 +81,7 @@ describe.skipIf(!run)("a person buys a file in the browser", () => {
     stack = await createTestStack({
       files: { "field-notes.bin": ESSAY },
       amount: String(PRICE),
-      buyers: 5,
+      buyers: 6,
       config: {
         "site.yaml": "site:\n  name: Ada's field notes\n  logo: brand/logo.svg\nstorefront:\n  list: true\n",
       },
@@ -320,6 +320,26 @@ describe.skipIf(!run)("a person buys a file in the browser", () => {
     expect(name).toBe("field-notes.bin");
     expect(bytes).toEqual(ESSAY);
     // One signature for both attempts: the same proof went again, and it was charged once.
+    expect(wallet?.calls.filter((c) => c === "eth_signTypedData_v4")).toHaveLength(1);
+    expect(await stack.balanceOf(stack.devnet.seller.address)).toBe(sellerBefore + PRICE);
+    await page.close();
+  }, 120_000);
+
+  test("the settle answer lost after the transfer landed: 'may have been charged'; Try again gets the file, charged once", async () => {
+    await browser.context.clearCookies();
+    const buyer = stack.devnet.buyers[5]!;
+    const sellerBefore = await stack.balanceOf(stack.devnet.seller.address);
+    const { page, wallet } = await openOffer({ viewport: MOBILE, key: buyer.privateKey });
+    faults.loseSettleAnswers = 1;
+    await page.click("#pay");
+    await page.locator("#status strong", { hasText: "payment service is unavailable" }).waitFor();
+    expect(await status(page).textContent()).toContain("may have been charged");
+    await shoot(page, "settle-answer-lost-mobile");
+    expect(await stack.balanceOf(stack.devnet.seller.address)).toBe(sellerBefore + PRICE); // it did land
+
+    const { name, bytes } = await downloadedBytes(page, () => page.click("#pay"));
+    expect(name).toBe("field-notes.bin");
+    expect(bytes).toEqual(ESSAY);
     expect(wallet?.calls.filter((c) => c === "eth_signTypedData_v4")).toHaveLength(1);
     expect(await stack.balanceOf(stack.devnet.seller.address)).toBe(sellerBefore + PRICE);
     await page.close();

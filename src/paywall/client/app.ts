@@ -335,9 +335,14 @@ async function settle(payment: NonNullable<typeof pending>): Promise<void> {
   steps(undefined);
   if (response.status === 500 || response.status === 599 || response.status === 502 || response.status === 504) {
     payButton.textContent = "Try again";
+    // The gateway says when the settlement went out unanswered ("the payment may have been made").
+    const { error } = response.status === 500 ? await reasonOf(response) : {};
+    const mayHavePaid = /may have been made/.test(error ?? "");
     throw new Stop(
       "The payment service is unavailable",
-      "Your payment did not go through and nothing was charged for it. Press Try again: the same signed payment is sent again, so you cannot be charged twice.",
+      mayHavePaid
+        ? "Your payment was sent but not confirmed, so it may have been charged. Press Try again: the same signed payment is sent again, so you cannot be charged twice; if it went through, you get the file."
+        : "Your payment did not go through and nothing was charged for it. Press Try again: the same signed payment is sent again, so you cannot be charged twice.",
     );
   }
   pending = undefined;
