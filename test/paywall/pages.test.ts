@@ -134,6 +134,14 @@ describe("who gets which 402", () => {
     expect(plain).not.toContain("innerHTML");
     expect(plain).not.toContain("createObjectURL");
   });
+
+  test("the pay path stays within its budget: HTML + CSS + JS at most 60 KB gzipped", async () => {
+    const { app } = appWithSite(undefined);
+    const page = await (await get(app, `/x402/cid/${cids["report.pdf"]}`, { Accept: CHROME_ACCEPT })).text();
+    const src = /<script src="([^"]+)" defer>/.exec(page)?.[1] as string;
+    const script = await (await get(app, src, { "Accept-Encoding": "gzip" })).arrayBuffer();
+    expect(Bun.gzipSync(page).byteLength + script.byteLength).toBeLessThanOrEqual(60 * 1024);
+  });
 });
 
 test("access: once (no later access): the page does not offer to pay, and says who can buy", async () => {
