@@ -97,6 +97,9 @@ describe("who gets which 402", () => {
     expect(page).toContain("1.5 USDC");
     expect(page).toContain(seller);
     expect(page).not.toMatch(/(src|href)="https?:/); // no third-party script, style, font or image
+    // The page is one cached buffer per offer: every later 402 carries all of it again.
+    const again = await get(app, path, { Accept: CHROME_ACCEPT });
+    expect(await again.text()).toBe(page);
   });
 
   test("the JSON 402 is exactly today's: the v1 body, no page headers", async () => {
