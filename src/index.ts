@@ -29,5 +29,7 @@ const checked = await preflight(settings);
 if (refusesToStart("cidgate", checked)) process.exit(2);
 running = await startServer({ settings });
 const { url, publicUrl, db } = running;
-console.log(startupSummary({ version: pkg.version, url, publicUrl, settings, preflight: checked, forSale: listForSale(db) }));
+console.log(
+  startupSummary({ version: pkg.version, url, publicUrl, settings, preflight: checked, forSale: listForSale(db) }),
+);
 console.log("make a management token: npx cidgate token create --scope read,write --ttl 30d");

@@ -18,6 +18,8 @@ export interface ListedFile {
   instruction?: { id: string; name: string; source: string };
   /** "$0.01 on base-sepolia", one per accepted payment, joined with " or ". */
   price?: string;
+  /** The first accepted payment's amount in USDC units (for picking the cheapest). */
+  units?: string;
 }
 
 interface Row {
@@ -46,7 +48,9 @@ function toListed(r: Row): ListedFile {
   if (r.size !== null) listed.size = r.size;
   if (r.id !== null && r.name !== null && r.source !== null) {
     listed.instruction = { id: r.id, name: r.name, source: describeSource(r.source, r.id) };
-    listed.price = describePrice(JSON.parse(r.requirements ?? "[]") as StoredRequirement[]);
+    const requirements = JSON.parse(r.requirements ?? "[]") as StoredRequirement[];
+    listed.price = describePrice(requirements);
+    listed.units = requirements[0]?.amount;
   }
   return listed;
 }

@@ -20,7 +20,10 @@ export interface OpenShop {
   close(): void;
 }
 
-export async function openShop(settings: Settings, env: Record<string, string | undefined> = process.env): Promise<OpenShop> {
+export async function openShop(
+  settings: Settings,
+  env: Record<string, string | undefined> = process.env,
+): Promise<OpenShop> {
   const db = openDb(settings.db);
   try {
     const stores = createStores(db, settings);

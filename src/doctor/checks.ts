@@ -100,7 +100,10 @@ function publicUrlChecks(f: ShopFacts): CheckResult[] {
 }
 
 function facilitatorChecks(f: ShopFacts): CheckResult[] {
-  const url = f.settings.facilitatorUrl === "local" ? "the built-in facilitator (FACILITATOR_URL=local)" : f.settings.facilitatorUrl;
+  const url =
+    f.settings.facilitatorUrl === "local"
+      ? "the built-in facilitator (FACILITATOR_URL=local)"
+      : f.settings.facilitatorUrl;
   const name = "facilitator";
   if ("error" in f.supported) {
     return [
@@ -208,7 +211,8 @@ function usdcChecks(f: ShopFacts): CheckResult[] {
         status: "warn",
         message: `${variable}=${u.address} replaces Circle's USDC on mainnet: buyers pay in that token, not USDC`,
       };
-    const checked = u.hasCode && "value" in u.hasCode ? ", a contract on chain" : " (not checked: no RPC on this chain)";
+    const checked =
+      u.hasCode && "value" in u.hasCode ? ", a contract on chain" : " (not checked: no RPC on this chain)";
     return { name, status: "ok", message: `${u.address}${u.overridden ? ` (${variable})` : " (Circle's)"}${checked}` };
   });
 }

@@ -8,8 +8,8 @@ import { existsSync, statfsSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { NETWORKS, type NetworkName, networkByChainId, usdcAddress } from "../chain/networks";
 import { pricedNetworks } from "../catalog/listing";
+import { NETWORKS, type NetworkName, networkByChainId, usdcAddress } from "../chain/networks";
 import type { Db } from "../db/client";
 import type { Facilitator } from "../facilitator/types";
 import { jwtSecretPath } from "../http/jwt-secret";
@@ -60,7 +60,10 @@ export async function gatherFacts(o: ProbeOptions): Promise<ShopFacts> {
   let relayer: ShopFacts["relayer"];
   if (settings.facilitatorUrl === "local" && settings.relayerPrivateKey) {
     const address = privateKeyToAccount(settings.relayerPrivateKey as `0x${string}`).address;
-    relayer = { address, wei: rpc && rpcNetwork ? await probe(() => rpc.getBalance({ address }), timeoutMs) : undefined };
+    relayer = {
+      address,
+      wei: rpc && rpcNetwork ? await probe(() => rpc.getBalance({ address }), timeoutMs) : undefined,
+    };
   }
 
   const usdc: ShopFacts["usdc"][number][] = [];

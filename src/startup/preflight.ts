@@ -5,11 +5,12 @@
  * a shop that cannot settle what it prices, or names a URL nobody can reach,
  * would take buyers' signatures and answer them 500.
  */
-import { formatProblem } from "../pricing/load";
-import { createFacilitator } from "../facilitator/create";
+
 import { openShop } from "../catalog/open";
 import { type CheckResult, decide, type ShopFacts } from "../doctor/checks";
 import { gatherFacts, type ProbeOptions } from "../doctor/probe";
+import { createFacilitator } from "../facilitator/create";
+import { formatProblem } from "../pricing/load";
 import type { ReloadReport } from "../pricing/service";
 import type { Settings } from "../settings";
 

@@ -7,7 +7,7 @@
  * not look like one that works.
  */
 import type { ListedFile } from "../catalog/listing";
-import { networkByChainId } from "../chain/networks";
+import { canonicalNetwork, networkByChainId } from "../chain/networks";
 import { grid } from "../grid";
 import type { Settings } from "../settings";
 import type { Preflight } from "./preflight";
@@ -29,7 +29,12 @@ function facilitatorLine(s: Settings, p: Preflight): string {
   const who = s.facilitatorUrl === "local" ? "built-in (FACILITATOR_URL=local)" : s.facilitatorUrl;
   const supported = p.facts.supported;
   if ("error" in supported) return `${who}, not answering: ${supported.error}`;
-  const networks = [...new Set(supported.value.filter((k) => k.scheme === "exact").map((k) => k.network))];
+  // Kinds come once per x402 version (v1 names, v2 CAIP-2 ids): one name per network.
+  const networks = [
+    ...new Set(
+      supported.value.filter((k) => k.scheme === "exact").map((k) => canonicalNetwork(k.network) ?? k.network),
+    ),
+  ];
   const relayer = p.facts.relayer ? `; relayer ${p.facts.relayer.address}` : "";
   return `${who}, settles ${networks.join(", ") || "nothing"}${relayer}`;
 }
@@ -59,7 +64,7 @@ export function nothingForSale(s: Settings, p: Preflight): string[] {
     const unset = p.pricingErrors.map((e) => PAY_TO_UNSET.exec(e)?.[1]).find(Boolean);
     if (unset === "PAY_TO")
       lines.push(
-        "the pricing pays ${PAY_TO}, the wallet that receives the money. Fix: PAY_TO=0xYourWallet npm start",
+        "PAY_TO is the wallet the pricing pays. Fix: PAY_TO=0xYourWallet npm start",
         "(or try a whole local shop, chain and buyer included: npx cidgate dev)",
       );
     else if (unset) lines.push(`Fix: ${unset}=<value> npm start (or put it in .env)`);
@@ -110,7 +115,9 @@ export function startupSummary(i: SummaryInput): string {
           f.instruction?.name ?? "",
           f.price ?? "",
           f.cid,
-          f.path === undefined ? `(no file with this CID in ${s.contentDir}/: 404)` : `${i.publicUrl}/x402/cid/${f.cid}`,
+          f.path === undefined
+            ? `(no file with this CID in ${s.contentDir}/: 404)`
+            : `${i.publicUrl}/x402/cid/${f.cid}`,
         ]),
       ]),
     );
