@@ -2,7 +2,7 @@
  * `npm start`: settings -> the server (server.ts) -> signals.
  */
 import pkg from "../package.json";
-import { listForSale } from "./catalog/listing";
+import { forSaleIn } from "./catalog/listing";
 import { type RunningServer, startServer } from "./server";
 import { loadSettingsOrReport } from "./settings";
 import { preflight } from "./startup/preflight";
@@ -30,6 +30,6 @@ if (refusesToStart("cidgate", checked)) process.exit(2);
 running = await startServer({ settings });
 const { url, publicUrl, db } = running;
 console.log(
-  startupSummary({ version: pkg.version, url, publicUrl, settings, preflight: checked, forSale: listForSale(db) }),
+  startupSummary({ version: pkg.version, url, publicUrl, settings, preflight: checked, forSale: forSaleIn(db) }),
 );
 console.log("make a management token: npx cidgate token create --scope read,write --ttl 30d");

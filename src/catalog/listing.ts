@@ -2,8 +2,8 @@
  * What the shop holds, read for people: every file in the content index with
  * the instruction that prices it (`cidgate content list`), and every priced
  * CID with its file (the start-up summary's "for sale" table). Read-only
- * queries across three tables (content_files, cid_mappings,
- * payment_instructions); their writers stay the content and instruction stores.
+ * queries (content_files, cid_mappings, payment_instructions); their writers
+ * stay the content and instruction stores.
  */
 import type { Db } from "../db/client";
 import type { StoredRequirement } from "../instructions/requirements";
@@ -14,7 +14,7 @@ export interface ListedFile {
   path?: string;
   cid: string;
   size?: number;
-  /** The pricing instruction: its name, and where it is declared ("config/pricing.yaml#article" or "api <id>"). */
+  /** The pricing instruction: its name, and where it is declared ("pricing.yaml#article" or "api <id>"). */
   instruction?: { id: string; name: string; source: string };
   /** "$0.01 on base-sepolia", one per accepted payment, joined with " or ". */
   price?: string;
@@ -22,14 +22,40 @@ export interface ListedFile {
   units?: string;
 }
 
-interface Row {
-  path: string | null;
+/** The instruction a CID is priced by. */
+export interface PricedBy {
+  id: string;
+  name: string;
+  source: string;
+  requirements: StoredRequirement[];
+}
+
+export interface IndexedFile {
+  path: string;
   cid: string;
-  size: number | null;
-  id: string | null;
-  name: string | null;
-  source: string | null;
-  requirements: string | null;
+  size: number;
+}
+
+/** The content index: every file, by path. */
+export function indexedFiles(db: Db): IndexedFile[] {
+  return db.sqlite.query<IndexedFile, []>("SELECT path, cid, size FROM content_files ORDER BY path").all();
+}
+
+/** CID -> its instruction; `source` "api" keeps only the API's, "files" only the pricing files'. */
+export function pricedCids(db: Db, source?: "api" | "files"): Map<string, PricedBy> {
+  const where = source === "api" ? "WHERE i.source = 'api'" : source === "files" ? "WHERE i.source LIKE 'file:%'" : "";
+  const rows = db.sqlite
+    .query<{ cid: string; id: string; name: string; source: string; requirements: string }, []>(
+      `SELECT m.cid, i.id, i.name, i.source, i.requirements
+         FROM cid_mappings m JOIN payment_instructions i ON i.id = m.instruction_id ${where}`,
+    )
+    .all();
+  return new Map(
+    rows.map((r) => [
+      r.cid,
+      { id: r.id, name: r.name, source: r.source, requirements: JSON.parse(r.requirements) as StoredRequirement[] },
+    ]),
+  );
 }
 
 /** `file:pricing.yaml#article` -> `pricing.yaml#article`; an API instruction by its id. */
@@ -42,60 +68,51 @@ export function describePrice(requirements: readonly StoredRequirement[]): strin
   return requirements.map((r) => `${usd(r.amount)} on ${r.network}`).join(" or ");
 }
 
-function toListed(r: Row): ListedFile {
-  const listed: ListedFile = { cid: r.cid };
-  if (r.path !== null) listed.path = r.path;
-  if (r.size !== null) listed.size = r.size;
-  if (r.id !== null && r.name !== null && r.source !== null) {
-    listed.instruction = { id: r.id, name: r.name, source: describeSource(r.source, r.id) };
-    const requirements = JSON.parse(r.requirements ?? "[]") as StoredRequirement[];
-    listed.price = describePrice(requirements);
-    listed.units = requirements[0]?.amount;
+function listed(cid: string, file: IndexedFile | undefined, by: PricedBy | undefined): ListedFile {
+  const out: ListedFile = { cid };
+  if (file) {
+    out.path = file.path;
+    out.size = file.size;
   }
-  return listed;
+  if (by) {
+    out.instruction = { id: by.id, name: by.name, source: describeSource(by.source, by.id) };
+    out.price = describePrice(by.requirements);
+    out.units = by.requirements[0]?.amount;
+  }
+  return out;
 }
 
 /** Every indexed file, by path, priced or not. */
-export function listContent(db: Db): ListedFile[] {
-  return db.sqlite
-    .query<Row, []>(
-      `SELECT f.path, f.cid, f.size, i.id, i.name, i.source, i.requirements
-         FROM content_files f
-         LEFT JOIN cid_mappings m ON m.cid = f.cid
-         LEFT JOIN payment_instructions i ON i.id = m.instruction_id
-        ORDER BY f.path`,
-    )
-    .all()
-    .map(toListed);
+export function listContent(files: readonly IndexedFile[], priced: ReadonlyMap<string, PricedBy>): ListedFile[] {
+  return files.map((f) => listed(f.cid, f, priced.get(f.cid)));
 }
 
 /**
- * Every priced CID, with the file that serves it (several files with the same
- * bytes: the first path); a CID with no file answers 404 and is listed without one.
+ * Every priced CID by instruction name, with the file that serves it (of
+ * several with the same bytes, the first path); a CID with no file answers
+ * 404 and is listed without one.
  */
-export function listForSale(db: Db): ListedFile[] {
-  return db.sqlite
-    .query<Row, []>(
-      `SELECT (SELECT f.path FROM content_files f WHERE f.cid = m.cid ORDER BY f.path LIMIT 1) AS path,
-              m.cid,
-              (SELECT f.size FROM content_files f WHERE f.cid = m.cid ORDER BY f.path LIMIT 1) AS size,
-              i.id, i.name, i.source, i.requirements
-         FROM cid_mappings m
-         JOIN payment_instructions i ON i.id = m.instruction_id
-        ORDER BY i.name, path, m.cid`,
-    )
-    .all()
-    .map(toListed);
+export function listForSale(files: readonly IndexedFile[], priced: ReadonlyMap<string, PricedBy>): ListedFile[] {
+  const byCid = new Map<string, IndexedFile>();
+  for (const f of files) if (!byCid.has(f.cid)) byCid.set(f.cid, f);
+  return [...priced.entries()]
+    .map(([cid, by]) => listed(cid, byCid.get(cid), by))
+    .sort(
+      (a, b) =>
+        (a.instruction?.name ?? "").localeCompare(b.instruction?.name ?? "") ||
+        (a.path ?? "\uffff").localeCompare(b.path ?? "\uffff") ||
+        a.cid.localeCompare(b.cid),
+    );
+}
+
+/** What a server with this database sells now. */
+export function forSaleIn(db: Db): ListedFile[] {
+  return listForSale(indexedFiles(db), pricedCids(db));
 }
 
 /** The networks buyers may pay on: what the facilitator must settle. */
-export function pricedNetworks(db: Db): string[] {
-  const rows = db.sqlite
-    .query<{ requirements: string }, []>(
-      "SELECT DISTINCT i.requirements FROM payment_instructions i WHERE EXISTS (SELECT 1 FROM cid_mappings m WHERE m.instruction_id = i.id)",
-    )
-    .all();
+export function networksOf(priced: ReadonlyMap<string, PricedBy>): string[] {
   const networks = new Set<string>();
-  for (const r of rows) for (const req of JSON.parse(r.requirements) as StoredRequirement[]) networks.add(req.network);
+  for (const by of priced.values()) for (const r of by.requirements) networks.add(r.network);
   return [...networks].sort();
 }

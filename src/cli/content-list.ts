@@ -1,9 +1,8 @@
 /**
  * `cidgate content list`: every file in the content folder with its CID,
  * size, the instruction that prices it and the price in dollars, or
- * "not for sale". The index and pricing are brought up to date first, as a
- * server start would (src/catalog/open.ts), so the list is what the gateway
- * serves once the server runs.
+ * "not for sale": what a server started now would sell (src/catalog/open.ts;
+ * the pricing files are read, never applied to a running shop's database).
  */
 
 import { listContent } from "../catalog/listing";
@@ -28,10 +27,10 @@ export const list = defineCommand({
       for (const e of shop.unreadable)
         console.error(`${who}: ${settings.contentDir}/${e.path}: unreadable: ${e.message}`);
       if (shop.pricing.result === "rejected") {
-        console.error(`${who}: the pricing files are rejected; prices below are the last good state:`);
+        console.error(`${who}: the pricing files are rejected; prices below are the last good state a server applied:`);
         for (const e of shop.pricing.errors) console.error(`  ${formatProblem(e)}`);
       }
-      const files = listContent(shop.db);
+      const files = listContent(shop.files, shop.priced);
       if (values.json) {
         console.log(JSON.stringify(files, null, 2));
         return 0;

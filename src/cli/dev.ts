@@ -16,7 +16,7 @@ import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import pkg from "../../package.json";
-import { listForSale } from "../catalog/listing";
+import { forSaleIn } from "../catalog/listing";
 import { startDevnet } from "../chain/devnet";
 import { startServer } from "../server";
 import { loadSettingsOrReport } from "../settings";
@@ -107,12 +107,14 @@ export const command = defineCommand({
       buyers: devnet.buyers,
       seller: { address: devnet.seller.address },
       shop: running.publicUrl,
+      /** anvil's process id, for scripts that check it is gone. */
+      pid: devnet.pid,
     };
     // Written whole then renamed: a script polling for the file never reads half of it.
     writeFileSync(`${out}.tmp`, `${JSON.stringify(description, null, 2)}\n`, { mode: 0o600 });
     renameSync(`${out}.tmp`, out);
 
-    const forSale = listForSale(running.db);
+    const forSale = forSaleIn(running.db);
     console.log(
       startupSummary({
         version: pkg.version,

@@ -8,7 +8,6 @@ import { existsSync, statfsSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
-import { pricedNetworks } from "../catalog/listing";
 import { NETWORKS, type NetworkName, networkByChainId, usdcAddress } from "../chain/networks";
 import type { Db } from "../db/client";
 import type { Facilitator } from "../facilitator/types";
@@ -20,6 +19,8 @@ export interface ProbeOptions {
   settings: Settings;
   env: Record<string, string | undefined>;
   db: Db;
+  /** Networks of the instructions that price a CID (what the facilitator must settle). */
+  pricedNetworks: readonly string[];
   facilitator: Pick<Facilitator, "supported">;
   /** "integrity_check" reads every page (doctor); "quick_check" skips index cross-checks (start-up, large ledgers). */
   integrity: "integrity_check" | "quick_check";
@@ -46,7 +47,7 @@ async function probe<T>(call: () => Promise<T> | T, timeoutMs: number): Promise<
 export async function gatherFacts(o: ProbeOptions): Promise<ShopFacts> {
   const { settings } = o;
   const timeoutMs = o.timeoutMs ?? Math.min(10_000, settings.facilitatorTimeoutMs);
-  const priced = pricedNetworks(o.db);
+  const priced = o.pricedNetworks;
   const rpc = settings.rpcUrl
     ? createPublicClient({ transport: http(settings.rpcUrl, { timeout: timeoutMs, retryCount: 0 }) })
     : undefined;

@@ -6,6 +6,7 @@
  * would take buyers' signatures and answer them 500.
  */
 
+import { networksOf } from "../catalog/listing";
 import { openShop } from "../catalog/open";
 import { type CheckResult, decide, type ShopFacts } from "../doctor/checks";
 import { gatherFacts, type ProbeOptions } from "../doctor/probe";
@@ -30,7 +31,8 @@ export async function preflight(
   const shop = await openShop(settings, env);
   const facilitator = createFacilitator(settings);
   try {
-    const facts = await gatherFacts({ settings, env, db: shop.db, facilitator, integrity });
+    const pricedNetworks = networksOf(shop.priced);
+    const facts = await gatherFacts({ settings, env, db: shop.db, pricedNetworks, facilitator, integrity });
     return {
       facts,
       results: decide(facts),
