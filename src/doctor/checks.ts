@@ -64,20 +64,20 @@ function publicUrlChecks(f: ShopFacts): CheckResult[] {
   const { host, publicUrl } = f.settings;
   const urlHost = new URL(publicUrl).hostname;
   const name = "public URL";
-  if (UNSPECIFIED.test(urlHost))
-    return [
-      {
-        name,
-        status: "fail",
-        message: `${publicUrl} is a listen address, not one a buyer can reach; set PUBLIC_URL to the address buyers use, e.g. https://shop.example.com`,
-      },
-    ];
   if (!isLoopbackHost(host) && !f.publicUrlGiven)
     return [
       {
         name,
         status: "fail",
         message: `HOST=${host} listens beyond this machine but PUBLIC_URL is unset, so every 402 would name ${publicUrl}; set PUBLIC_URL to the address buyers use, e.g. https://shop.example.com`,
+      },
+    ];
+  if (UNSPECIFIED.test(urlHost))
+    return [
+      {
+        name,
+        status: "fail",
+        message: `${publicUrl} is a listen address, not one a buyer can reach; set PUBLIC_URL to the address buyers use, e.g. https://shop.example.com`,
       },
     ];
   if (!isLoopbackHost(host) && isLoopbackHost(urlHost))
