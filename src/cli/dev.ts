@@ -6,15 +6,15 @@
  * ${PAY_TO} being a devnet seller. It prints the start-up summary and a
  * buyer command that pays (`npx cidgate buy ...`).
  *
- * Nothing outlives it: the database and the JWT secret live in a temporary
- * folder (the chain, and so every payment on it, is gone at Ctrl-C too), and
- * the buyers' file (data/dev.json) is removed on exit. `.env` settings that
- * would point elsewhere (FACILITATOR_URL, RPC_URL, PUBLIC_URL, HOST, the
- * database) are overridden for this process only.
+ * Its state lives in one folder, data/dev/ (`--dir`): the database, the JWT
+ * secret and buyers.json, the funded buyers' keys that `cidgate buy --devnet`
+ * reads. Nothing outlives it: the chain, and so every payment on it, is gone
+ * at Ctrl-C, and the folder with it. `.env` settings that would point
+ * elsewhere (FACILITATOR_URL, RPC_URL, PUBLIC_URL, HOST, the database) are
+ * overridden for this process only.
  */
-import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { basename, dirname, join } from "node:path";
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { basename, join } from "node:path";
 import pkg from "../../package.json";
 import { forSaleIn } from "../catalog/listing";
 import { startDevnet } from "../chain/devnet";
@@ -25,6 +25,16 @@ import { refusesToStart } from "../startup/refuse";
 import { startupSummary } from "../startup/summary";
 import { defineCommand, UsageError } from "./command";
 
+/** Whether a process is there (signal 0 only asks). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export const command = defineCommand({
   name: "dev",
   summary: "a whole local shop: a local chain, the built-in facilitator and the server, with a buyer command that pays",
@@ -34,20 +44,34 @@ export const command = defineCommand({
       value: "<port>",
       description: "the server's port on 127.0.0.1 (default PORT, or 4021; 0: any free port)",
     },
-    out: {
+    dir: {
       type: "string",
-      value: "<file>",
-      description: "where to write the buyers' keys for `cidgate buy --devnet` (default data/dev.json)",
+      value: "<dir>",
+      description:
+        "its state: database, JWT secret, buyers.json for `cidgate buy --devnet` (default data/dev; removed at exit)",
     },
   },
   notes:
     "Prices come from CIDGATE_CONFIG_DIR (config/), files from CIDGATE_CONTENT_DIR (content/).\n" +
-    "Ctrl-C stops the server and the chain; the database and data/dev.json go with them.",
+    "Ctrl-C stops the server and the chain; the state folder goes with them.",
   async run({ values, who }) {
     const port = values.port ?? process.env.PORT ?? "4021";
     if (!/^\d+$/.test(port) || Number(port) > 65535)
       throw new UsageError(`--port: a whole number from 0 to 65535 (got "${port}")`);
-    const out = values.out ?? "data/dev.json";
+    const dataDir = values.dir ?? "data/dev";
+    const out = join(dataDir, "buyers.json");
+    try {
+      // A folder left by a run that was killed describes a chain that is gone; one whose chain runs is another `dev`'s.
+      const pid = JSON.parse(readFileSync(out, "utf8")).pid;
+      if (typeof pid === "number" && alive(pid)) {
+        console.error(`${who}: another cidgate dev is running with ${dataDir} (anvil ${pid}); stop it, or give --dir`);
+        return 1;
+      }
+    } catch {
+      // no buyers.json: nobody is using the folder
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
 
     let devnet: Awaited<ReturnType<typeof startDevnet>>;
     try {
@@ -56,10 +80,8 @@ export const command = defineCommand({
       console.error(`${who}: the local chain did not start: ${(e as Error).message}`);
       return 1;
     }
-    const dataDir = mkdtempSync(join(tmpdir(), "cidgate-dev-"));
     const cleanup = async () => {
       await devnet.stop();
-      rmSync(out, { force: true });
       rmSync(dataDir, { recursive: true, force: true });
     };
 
@@ -98,7 +120,6 @@ export const command = defineCommand({
       return 1;
     }
 
-    mkdirSync(dirname(out) || ".", { recursive: true });
     const description = {
       rpcUrl: devnet.rpcUrl,
       chainId: devnet.chainId,
@@ -127,6 +148,7 @@ export const command = defineCommand({
     );
     console.log(`\nlocal chain ${devnet.rpcUrl} (chain ${devnet.chainId}), test USDC ${devnet.token}`);
     console.log(`seller (PAY_TO) ${devnet.seller.address}; buyers with 1000 test USDC each in ${out}`);
+    console.log(`its sales: CIDGATE_DB=${settings.db} npx cidgate payments`);
     // The cheapest file that is there: the one to try first.
     const first = forSale
       .filter((f) => f.path !== undefined)

@@ -98,9 +98,10 @@ function start(cmd: string[], env: Record<string, string>, cwd = dir) {
 
 describe("cidgate dev, then the buyer command it prints", () => {
   test("a paid download the reader makes, then the sale in payments (dollars, per day, per network, CSV)", async () => {
-    const out = join(dir, "dev.json");
+    const state = join(dir, "dev");
+    const out = join(state, "buyers.json");
     const env = { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? dir };
-    const dev = start([process.execPath, MAIN, "dev", "--port", "0", "--out", out], env, ROOT);
+    const dev = start([process.execPath, MAIN, "dev", "--port", "0", "--dir", state], env, ROOT);
     try {
       await dev.until(/Ctrl-C stops the shop/);
       dev.drain();
@@ -145,7 +146,8 @@ describe("cidgate dev, then the buyer command it prints", () => {
       const again = run(["buy", command[1], "--devnet", command[2], "--out", saved], env);
       expect(again.code).toBe(0);
 
-      const db = text.match(/database +(\S+)/)![1];
+      const db = text.match(/its sales: CIDGATE_DB=(\S+) npx cidgate payments/)![1];
+      expect(db).toBe(join(state, "cidgate.db"));
       const payments = run(["payments"], { ...env, CIDGATE_DB: db });
       expect(payments.code).toBe(0);
       expect(payments.out).toContain("recent sales (1 of 1 in the last 30 day(s)):");
@@ -166,7 +168,7 @@ describe("cidgate dev, then the buyer command it prints", () => {
       const anvil = JSON.parse(readFileSync(out, "utf8")).pid as number;
       dev.p.kill("SIGTERM");
       expect(await dev.p.exited).toBe(0);
-      expect(existsSync(out)).toBe(false);
+      expect(existsSync(state)).toBe(false);
       expect(await waitGone(anvil)).toBe(true);
     } finally {
       dev.p.kill("SIGKILL");
