@@ -1,5 +1,6 @@
 /**
- * `npm start`: settings -> the server (server.ts) -> signals.
+ * `npm start`: settings -> the checks (startup/preflight.ts; refused on a failure) -> the
+ * server (server.ts) -> the start-up summary -> signals.
  */
 import pkg from "../package.json";
 import { forSaleIn } from "./catalog/listing";

@@ -168,7 +168,6 @@ export const command = defineCommand({
         stopping = true;
         console.log(`\n${who}: ${signal}, stopping`);
         await running.stop(false);
-        running.facilitator && (running.facilitator as { close?: () => void }).close?.();
         await cleanup();
         resolve(0);
       };
