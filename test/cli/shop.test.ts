@@ -275,6 +275,16 @@ describe("start-up", () => {
     expect(p.stderr.toString()).toContain("base-sepolia cannot be settled");
   }, 30_000);
 
+  test("the built-in facilitator with its chain stopped: refused, naming the RPC", () => {
+    const closed = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response() });
+    const rpc = `http://127.0.0.1:${closed.port}`;
+    closed.stop(true);
+    const p = Bun.spawnSync([process.execPath, INDEX], { cwd: dir, env: shopEnv("chain-down", { RPC_URL: rpc }) });
+    expect(p.exitCode).toBe(2);
+    expect(p.stdout.toString()).not.toContain("listening");
+    expect(p.stderr.toString()).toContain(`refusing to start: RPC: ${rpc} did not answer eth_chainId`);
+  }, 30_000);
+
   test("the summary: what is for sale with URLs; or, without PAY_TO, why not and the command that fixes it", async () => {
     const priced = start([process.execPath, INDEX], shopEnv("summary"));
     try {
