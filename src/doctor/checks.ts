@@ -161,19 +161,26 @@ function rpcChecks(f: ShopFacts): CheckResult[] {
     ];
   const chainId = f.rpcChainId.value;
   const onChain = networkByChainId(chainId);
-  // The built-in facilitator settles every network it serves through this one RPC; a remote one
-  // settles elsewhere, and the RPC only confirms lost answers, so only the priced networks count.
-  const expected = [...new Set([...f.pricedNetworks, ...(local ? f.settings.facilitatorNetworks : [])])];
-  const other = expected.filter((n) => n !== onChain);
+  // Every priced network is settled (built-in facilitator) or confirmed (remote one) through this one RPC.
+  const other = f.pricedNetworks.filter((n) => n !== onChain);
+  // A remote facilitator settles without it: a wrong chain there only loses the confirmation of lost answers.
   if (other.length > 0)
     return [
       {
         name,
-        status: "fail",
+        status: local ? "fail" : "warn",
         message: `${f.settings.rpcUrl} is chain ${chainId} (${onChain ?? "not a network cidgate knows"}), but ${other.map((n) => `${n} is chain ${known(n) ? NETWORKS[n].chainId : "?"}`).join(" and ")}; point RPC_URL at that chain`,
       },
     ];
-  return [{ name, status: "ok", message: `${f.settings.rpcUrl} is chain ${chainId} (${onChain})` }];
+  if (local && (onChain === undefined || !f.settings.facilitatorNetworks.some((n) => n === onChain)))
+    return [
+      {
+        name,
+        status: "fail",
+        message: `${f.settings.rpcUrl} is chain ${chainId} (${onChain ?? "not a network cidgate knows"}), but FACILITATOR_NETWORKS is ${f.settings.facilitatorNetworks.join(",")}`,
+      },
+    ];
+  return [{ name, status: "ok", message: `${f.settings.rpcUrl} is chain ${chainId} (${onChain ?? "unknown"})` }];
 }
 
 function relayerChecks(f: ShopFacts): CheckResult[] {

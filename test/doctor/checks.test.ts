@@ -108,6 +108,19 @@ describe("RPC", () => {
     expect(r.status).toBe("fail");
     expect(r.message).toContain("chain 8453 (base)");
     expect(r.message).toContain("base-sepolia is chain 84532");
+    // With a remote facilitator the RPC only confirms lost answers: a warning.
+    const remote = facts({ RPC_URL: "http://127.0.0.1:8545" }, { rpcChainId: { value: 8453 } });
+    expect(named(decide(remote), "RPC").status).toBe("warn");
+  });
+
+  test("the built-in facilitator: the RPC's chain must be one of FACILITATOR_NETWORKS, priced or not", () => {
+    const nothing = { pricedNetworks: [], rpcChainId: { value: 8453 } };
+    const r = named(decide(facts(LOCAL, nothing)), "RPC");
+    expect(r.status).toBe("fail");
+    expect(r.message).toContain("FACILITATOR_NETWORKS is base-sepolia");
+    const both = { ...LOCAL, FACILITATOR_NETWORKS: "base,base-sepolia" };
+    const mainnet = { pricedNetworks: ["base"], rpcChainId: { value: 8453 } };
+    expect(named(decide(facts(both, mainnet)), "RPC").status).toBe("ok");
   });
 
   test("unanswered: a failure for the built-in facilitator, a warning for a remote one", () => {
