@@ -5,10 +5,7 @@
  * the pricing files are read, never applied to a running shop's database).
  */
 
-import { listContent } from "../catalog/listing";
-import { openShop } from "../catalog/open";
 import { grid } from "../grid";
-import { formatProblem } from "../pricing/load";
 import { loadSettingsOrReport } from "../settings";
 import { defineCommand } from "./command";
 
@@ -22,6 +19,12 @@ export const list = defineCommand({
   async run({ values, who }) {
     const settings = loadSettingsOrReport(who);
     if (!settings) return 2;
+    // Loaded here, not at the top: `cidgate content add` shares this file's group and must stay quick.
+    const [{ openShop }, { listContent }, { formatProblem }] = await Promise.all([
+      import("../catalog/open"),
+      import("../catalog/listing"),
+      import("../pricing/load"),
+    ]);
     const shop = await openShop(settings);
     try {
       for (const e of shop.unreadable)

@@ -16,13 +16,7 @@
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import pkg from "../../package.json";
-import { forSaleIn } from "../catalog/listing";
-import { startDevnet } from "../chain/devnet";
-import { startServer } from "../server";
 import { loadSettingsOrReport } from "../settings";
-import { preflight } from "../startup/preflight";
-import { refusesToStart } from "../startup/refuse";
-import { startupSummary } from "../startup/summary";
 import { defineCommand, UsageError } from "./command";
 
 /** Whether a process is there (signal 0 only asks). */
@@ -60,6 +54,16 @@ export const command = defineCommand({
       throw new UsageError(`--port: a whole number from 0 to 65535 (got "${port}")`);
     const dataDir = values.dir ?? "data/dev";
     const out = join(dataDir, "buyers.json");
+    // The server, the chain and the checks load when run, not for `cidgate --help`.
+    const [{ forSaleIn }, { startDevnet }, { startServer }, { preflight }, { refusesToStart }, { startupSummary }] =
+      await Promise.all([
+        import("../catalog/listing"),
+        import("../chain/devnet"),
+        import("../server"),
+        import("../startup/preflight"),
+        import("../startup/refuse"),
+        import("../startup/summary"),
+      ]);
     try {
       // A folder left by a run that was killed describes a chain that is gone; one whose chain runs is another `dev`'s.
       const pid = JSON.parse(readFileSync(out, "utf8")).pid;

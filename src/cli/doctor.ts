@@ -7,7 +7,6 @@
  */
 import { grid } from "../grid";
 import { loadSettingsOrReport, type Settings, VARIABLES } from "../settings";
-import { preflight } from "../startup/preflight";
 import { defineCommand } from "./command";
 
 const MARK = { ok: "ok  ", warn: "WARN", fail: "FAIL" } as const;
@@ -39,6 +38,7 @@ export const command = defineCommand({
     const env = process.env;
     const settings = loadSettingsOrReport(who, env);
     if (!settings) return 2;
+    const { preflight } = await import("../startup/preflight"); // heavy: only when run, not for --help
     console.log("settings:");
     console.log(grid(settingRows(settings, env)));
     const p = await preflight(settings, env, "integrity_check");

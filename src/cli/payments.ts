@@ -5,10 +5,9 @@
  * window as CSV for a spreadsheet or an accountant. A group, so that more
  * ledger commands (e.g. resolving one payment) sit beside `list`.
  */
-import { openDb } from "../db/client";
 import { grid } from "../grid";
 import { salesReport } from "../ledger/sales";
-import { createPaymentStore, type Payment } from "../ledger/store";
+import type { Payment } from "../ledger/store";
 import { usd } from "../money";
 import { loadSettingsOrReport } from "../settings";
 import { defineCommand, defineGroup, UsageError } from "./command";
@@ -44,6 +43,8 @@ const list = defineCommand({
     const limit = whole(values.limit, "limit", 20, 100000);
     const settings = loadSettingsOrReport(who);
     if (!settings) return 2;
+    // Loaded when run: `cidgate --help` loads every command's file.
+    const [{ openDb }, { createPaymentStore }] = await Promise.all([import("../db/client"), import("../ledger/store")]);
     const db = openDb(settings.db);
     try {
       const store = createPaymentStore(db);
