@@ -91,4 +91,4 @@ test("start-up prints where it listens, the database and how to make a token; SI
   } finally {
     proc.kill("SIGKILL");
   }
-});
+}, 20_000); // a process that runs the start-up checks, then listens: slow on a busy machine
