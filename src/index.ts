@@ -1,8 +1,14 @@
 /**
- * `npm start`: settings -> the server (server.ts) -> signals.
+ * `npm start`: settings -> the checks (startup/preflight.ts; refused on a failure) -> the
+ * server (server.ts) -> the start-up summary -> signals.
  */
+import pkg from "../package.json";
+import { forSaleIn } from "./catalog/listing";
 import { type RunningServer, startServer } from "./server";
 import { loadSettingsOrReport } from "./settings";
+import { preflight } from "./startup/preflight";
+import { refusesToStart } from "./startup/refuse";
+import { startupSummary } from "./startup/summary";
 
 const settings = loadSettingsOrReport("cidgate") ?? process.exit(2);
 
@@ -19,7 +25,12 @@ async function shutdown(signal: string) {
 process.on("SIGINT", () => void shutdown("SIGINT"));
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
 
+// The doctor's checks before listening: a shop that cannot settle what it prices is refused.
+const checked = await preflight(settings);
+if (refusesToStart("cidgate", checked)) process.exit(2);
 running = await startServer({ settings });
-console.log(`cidgate listening on ${running.url} (public URL ${running.publicUrl})`);
-console.log(`database: ${settings.db}`);
-console.log(`make a management token: npx cidgate token create --scope read,write --ttl 30d`);
+const { url, publicUrl, db } = running;
+console.log(
+  startupSummary({ version: pkg.version, url, publicUrl, settings, preflight: checked, forSale: forSaleIn(db) }),
+);
+console.log("make a management token: npx cidgate token create --scope read,write --ttl 30d");

@@ -135,19 +135,21 @@ export function table(rows: readonly (readonly [string, string])[]): string {
  * A command with several subcommands (`cidgate entitlements list|grant|revoke`),
  * each defined with defineCommand under its full name. The group only picks
  * one by its second word; help and usage errors read like the others'.
+ * `defaultSub` runs when no subcommand is given (`cidgate payments --csv` is
+ * `cidgate payments list --csv`), so a group can grow from one command.
  */
-export function defineGroup(name: string, summary: string, members: readonly Command[]): Command {
+export function defineGroup(name: string, summary: string, members: readonly Command[], defaultSub?: string): Command {
   const who = `cidgate ${name}`;
   const bySub = new Map(members.map((c) => [c.name.split(" ")[1], c]));
   const names = [...bySub.keys()];
-  const choices = `${names.slice(0, -1).join(", ")} or ${names[names.length - 1]}`;
+  const choices = names.length === 1 ? names[0] : `${names.slice(0, -1).join(", ")} or ${names[names.length - 1]}`;
 
   function help(): string {
     return [
       `${who}: ${summary}`,
-      `usage: ${who} <${names.join("|")}> [options]`,
+      `usage: ${who} ${defaultSub ? "[" : "<"}${names.join("|")}${defaultSub ? "]" : ">"} [options]`,
       `subcommands:\n${table(members.map((c) => [c.name.slice(name.length + 1), c.summary]))}`,
-      `${who} <subcommand> --help prints its arguments and options.`,
+      `${who} <subcommand> --help prints its arguments and options.${defaultSub ? ` Without a subcommand: ${who} ${defaultSub}.` : ""}`,
     ].join("\n\n");
   }
 
@@ -157,6 +159,8 @@ export function defineGroup(name: string, summary: string, members: readonly Com
       console.log(help());
       return 0;
     }
+    if (defaultSub !== undefined && (sub === undefined || sub.startsWith("-")))
+      return bySub.get(defaultSub)!.main([defaultSub, ...args]);
     const member = sub === undefined ? undefined : bySub.get(sub);
     if (!member) {
       console.error(

@@ -1,18 +1,20 @@
 /**
- * `cidgate content add <file> [--as <path>]`: copies a file into the content
+ * `cidgate content add|list`. `content add <file> [--as <path>]` copies a file into the content
  * folder and prints its CID (only the CID on stdout, so it can be captured).
  * The copy is written under a hidden temporary name and renamed into place,
  * so a running server's watcher never indexes half a file; it then indexes
  * the file and re-applies pricing (`files:` globs) by itself.
+ * `content list` is in content-list.ts.
  */
 import { copyFileSync, existsSync, mkdirSync, renameSync, rmSync, statSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { cidOfFile } from "../content/cid";
 import { absoluteContentPath, contentRoot, relativePathProblem } from "../content/paths";
 import { loadSettingsOrReport } from "../settings";
-import { defineCommand, UsageError } from "./command";
+import { defineCommand, defineGroup, UsageError } from "./command";
+import { list } from "./content-list";
 
-export const command = defineCommand({
+const add = defineCommand({
   name: "content add",
   summary: "copy a file into the content folder and print its CID (only the CID on stdout)",
   arguments: [{ name: "file", description: "the file to copy in" }],
@@ -74,3 +76,5 @@ export const command = defineCommand({
     return 0;
   },
 });
+
+export const command = defineGroup("content", "the files for sale", [add, list]);

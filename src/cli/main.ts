@@ -15,6 +15,10 @@ const commands: Record<string, () => Promise<{ command: Command }>> = {
   entitlements: () => import("./entitlements"),
   facilitator: () => import("./facilitator"),
   devnet: () => import("./devnet"),
+  dev: () => import("./dev"),
+  buy: () => import("./buy"),
+  payments: () => import("./payments"),
+  doctor: () => import("./doctor"),
 };
 
 async function help(): Promise<string> {

@@ -2,7 +2,7 @@
  * `cidgate token create --scope read,write --ttl 30d`: prints a management
  * token signed with the server's secret (JWT_SECRET, or the one generated
  * into the data folder). Only the token goes to stdout, so it can be captured:
- *   TOKEN=$(bun run --silent cidgate token create --scope read)
+ *   TOKEN=$(npx cidgate token create --scope read)
  */
 
 import { parseTtl } from "../duration";

@@ -25,7 +25,7 @@ const esc = (s) => String(s ?? "").replace(/[&<>"]/g, (c) => ({"&":"&amp;","<":"
 const json = (v) => "<pre>" + esc(JSON.stringify(v, null, 2)) + "</pre>";
 fetch(location.pathname.replace(/\\/?$/, "/json")).then((r) => r.json()).then((doc) => {
   document.getElementById("info").innerHTML = esc(doc.info?.description) + ' Raw document: <a href="' +
-    location.pathname.replace(/\\/?$/, "/json") + '">openapi/json</a>. Authorize with <code>Authorization: Bearer &lt;token&gt;</code> (<code>bun run cidgate token create</code>).';
+    location.pathname.replace(/\\/?$/, "/json") + '">openapi/json</a>. Authorize with <code>Authorization: Bearer &lt;token&gt;</code> (<code>npx cidgate token create</code>).';
   let html = "";
   for (const [path, item] of Object.entries(doc.paths || {})) for (const [method, op] of Object.entries(item)) {
     const locked = (op.security || doc.security || []).length > 0;

@@ -52,6 +52,7 @@ export const PaymentRecord = T.Object({
   payer: T.String(),
   pay_to: T.String(),
   amount: T.String({ description: "paid, in the asset's smallest unit" }),
+  amount_usd: T.String({ description: 'the same in US dollars, exact (USDC): "$0.01"' }),
   nonce: T.String({ description: "EIP-3009 authorization nonce" }),
   transaction: T.Union([T.String(), T.Null()], { description: "settlement transaction hash" }),
   valid_before: T.Integer({ description: "authorization expiry, unix seconds" }),
@@ -69,8 +70,10 @@ export const PaymentTotal = T.Object({
   network: T.String(),
   asset: T.String(),
   amount: T.String({ description: "settled revenue, smallest unit" }),
+  amount_usd: T.String({ description: 'the same in US dollars, exact (USDC): "$1.25"' }),
   count: T.Integer({ description: "settled payments" }),
 });
+export type PaymentTotal = Static<typeof PaymentTotal>;
 
 export const PaymentListResponse = T.Object({
   data: T.Object({

@@ -9,6 +9,7 @@ import type { AccessPolicy, AccessScope } from "../entitlements/policy";
 import type { Entitlement, EntitlementStore } from "../entitlements/store";
 import type { Facilitator, FacilitatorRequest } from "../facilitator/types";
 import { FacilitatorUnavailableError } from "../facilitator/types";
+import { usd } from "../money";
 import type { Payment, PaymentClaim, PaymentStore } from "./store";
 
 export type Outcome =
@@ -115,8 +116,16 @@ export function paid(
     return { payment, entitlement };
   };
   const { payment, entitlement } = deps.transaction ? deps.transaction(record) : record();
+  // The one line per sale: an operator's `grep "payment settled"` is the sales log, in dollars.
   deps.log?.info(
-    { cid: claim.cid, payer: claim.payer, network: claim.network, amount: payment.amount, tx: txHash },
+    {
+      cid: claim.cid,
+      payer: claim.payer,
+      network: claim.network,
+      usd: usd(payment.amount),
+      amount: payment.amount,
+      tx: txHash,
+    },
     "payment settled",
   );
   return { kind: "paid", payment, newCharge: true, entitlement, timings };

@@ -1,14 +1,16 @@
 /**
  * GET /v3/x402/payments (read scope): the ledger for the creator, newest
  * first, filtered by cid, payer, instruction, state and time, with settled
- * totals per network and asset so revenue is one call away.
+ * totals per network and asset so revenue is one call away; amounts in
+ * dollars too (`amount_usd`), beside the exact units.
  */
 import { Elysia } from "elysia";
 import { canonicalCid } from "../content/cid";
 import { type AuthDeps, auth } from "../http/auth";
 import { invalidInput } from "../http/errors";
 import { parseLimit } from "../http/paging";
-import { ListPaymentsQuery, PAYMENTS_LIMIT, PaymentListResponse, type PaymentRecord } from "./model";
+import { usd } from "../money";
+import { ListPaymentsQuery, PAYMENTS_LIMIT, PaymentListResponse, type PaymentRecord, type PaymentTotal } from "./model";
 import type { Payment, PaymentFilter, PaymentStore } from "./store";
 
 export const PAYMENTS_PREFIX = "/v3/x402/payments";
@@ -25,6 +27,7 @@ function toWire(p: Payment): PaymentRecord {
     payer: p.payer,
     pay_to: p.payTo,
     amount: p.amount,
+    amount_usd: usd(p.amount),
     nonce: p.nonce,
     transaction: p.txHash,
     valid_before: p.validBefore,
@@ -80,11 +83,11 @@ export function paymentsModule(deps: PaymentsDeps) {
         limit: parseLimit(query.limit, PAYMENTS_LIMIT),
         afterId: query.pageToken ? decodePaymentsToken(query.pageToken) : undefined,
       });
-      const data: { payments: PaymentRecord[]; next_page_token?: string; totals: ReturnType<PaymentStore["totals"]> } =
-        {
-          payments: page.items.map(toWire),
-          totals: deps.payments.totals(filter),
-        };
+      const data: { payments: PaymentRecord[]; next_page_token?: string; totals: PaymentTotal[] } = {
+        payments: page.items.map(toWire),
+        // Every priced asset is USDC (instructions refuse others): dollars are exact.
+        totals: deps.payments.totals(filter).map((t) => ({ ...t, amount_usd: usd(t.amount) })),
+      };
       if (page.nextAfterId !== undefined) data.next_page_token = encodePaymentsToken(page.nextAfterId);
       return { data };
     },

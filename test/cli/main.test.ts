@@ -9,7 +9,32 @@ import { join } from "node:path";
 
 const ROOT = join(import.meta.dir, "../..");
 const MAIN = join(ROOT, "src/cli/main.ts");
-const COMMANDS = ["serve", "token create", "config check", "content add", "facilitator", "devnet"];
+const COMMANDS = [
+  "serve",
+  "token create",
+  "config check",
+  "content add",
+  "content list",
+  "facilitator",
+  "devnet",
+  "dev",
+  "buy",
+  "payments list",
+  "doctor",
+];
+/** Groups are listed by their first word (`content`, `payments`). */
+const LISTED = [
+  "serve",
+  "token create",
+  "config check",
+  "content",
+  "facilitator",
+  "devnet",
+  "dev",
+  "buy",
+  "payments",
+  "doctor",
+];
 
 function cidgate(args: string[], env: Record<string, string> = {}) {
   const p = Bun.spawnSync([process.execPath, MAIN, ...args], {
@@ -27,7 +52,7 @@ describe("cidgate", () => {
       expect(r.err).toBe("");
       return r.out;
     });
-    for (const command of COMMANDS) expect(outs[0]).toMatch(new RegExp(`^  ${command}\\s+\\S`, "m"));
+    for (const command of LISTED) expect(outs[0]).toMatch(new RegExp(`^  ${command}\\s+\\S`, "m"));
     expect(new Set(outs).size).toBe(1);
   }, 30_000); // four processes that each load every command: slow on a busy machine
 
@@ -60,12 +85,13 @@ describe("cidgate", () => {
       expect(help.out).toStartWith(`cidgate ${command}: `);
       expect(help.out).toContain(`usage: cidgate ${command}`);
 
-      const bad = cidgate([...words, ...(command === "content add" ? ["x"] : []), "--frobnicate"]);
+      const args = command === "content add" ? ["x"] : command === "buy" ? ["http://127.0.0.1:1/x"] : [];
+      const bad = cidgate([...words, ...args, "--frobnicate"]);
       expect(bad.code).toBe(2);
       expect(bad.out).toBe("");
       expect(bad.err).toBe(`cidgate ${command}: unknown option --frobnicate (see cidgate ${command} --help)\n`);
     }
-  }, 30_000);
+  }, 90_000); // two processes per command, each loading it: slow on a busy machine
 
   test("a repeated --scope is refused, never the last one silently", () => {
     const r = cidgate(["token", "create", "--scope", "read", "--scope", "write"], { JWT_SECRET: "x".repeat(40) });

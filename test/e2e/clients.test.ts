@@ -6,6 +6,7 @@
  * @x402/fetch refuses tokens outside its list unless spend controls allow
  * them; the price here (0.15) and the local token exercise both.
  */
+
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { registerExactEvmScheme } from "@x402/evm/exact/client";
 import { decodePaymentResponseHeader, wrapFetchWithPayment as wrapFetchV2, x402Client } from "@x402/fetch";
@@ -13,6 +14,7 @@ import axios from "axios";
 import { privateKeyToAccount } from "viem/accounts";
 import { withPaymentInterceptor } from "x402-axios";
 import { createSigner, decodeXPaymentResponse, wrapFetchWithPayment } from "x402-fetch";
+import { usd } from "../../src/money";
 import { createTestStack, type TestStack } from "./stack";
 
 const PRICE = 150_000n; // 0.15 USDC: above x402-fetch's default cap
@@ -166,7 +168,13 @@ describe("real x402 clients pay on the local chain", () => {
         asset: stack.devnet.token,
       });
     expect(mine.totals).toEqual([
-      { network: "base-sepolia", asset: stack.devnet.token, amount: (2n * PRICE).toString(), count: 2 },
+      {
+        network: "base-sepolia",
+        asset: stack.devnet.token,
+        amount: (2n * PRICE).toString(),
+        amount_usd: usd(2n * PRICE),
+        count: 2,
+      },
     ]);
 
     // unfiltered: every settled payment is listed, and the revenue is their sum (whatever else was paid before)
@@ -174,7 +182,13 @@ describe("real x402 clients pay on the local chain", () => {
     expect(all.payments.map((p: any) => p.transaction)).toEqual(expect.arrayContaining(paid.map((p) => p.transaction)));
     const count = all.payments.length;
     expect(all.totals).toEqual([
-      { network: "base-sepolia", asset: stack.devnet.token, amount: (BigInt(count) * PRICE).toString(), count },
+      {
+        network: "base-sepolia",
+        asset: stack.devnet.token,
+        amount: (BigInt(count) * PRICE).toString(),
+        amount_usd: usd(BigInt(count) * PRICE),
+        count,
+      },
     ]);
   });
 });

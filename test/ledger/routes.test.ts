@@ -64,13 +64,20 @@ describe("GET /v3/x402/payments", () => {
       cid: CID_A,
       payer: PAYER,
       amount: "10000",
+      amount_usd: "$0.01",
       network: "base-sepolia",
       payment_instruction_id: "0190a000-0000-7000-8000-000000000001",
       payment_instruction_version: 1,
       x402_version: 1,
     });
     expect(data.totals).toEqual([
-      { network: "base-sepolia", asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e", amount: "50500", count: 6 },
+      {
+        network: "base-sepolia",
+        asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+        amount: "50500",
+        amount_usd: "$0.0505",
+        count: 6,
+      },
     ]);
     expect(data.next_page_token).toBeUndefined();
   });
@@ -91,7 +98,13 @@ describe("GET /v3/x402/payments", () => {
     const byCid = (await (await get(`?cid=${CID_B}`)).json()) as any;
     expect(byCid.data.payments.map((p: { id: number }) => p.id)).toEqual([7, 6]);
     expect(byCid.data.totals).toEqual([
-      { network: "base-sepolia", asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e", amount: "500", count: 1 },
+      {
+        network: "base-sepolia",
+        asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
+        amount: "500",
+        amount_usd: "$0.0005",
+        count: 1,
+      },
     ]);
     const byPayer = (await (await get("?payer=0x3333333333333333333333333333333333333333")).json()) as any;
     expect(byPayer.data.payments.map((p: { id: number }) => p.id)).toEqual([6]);

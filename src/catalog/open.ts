@@ -1,0 +1,65 @@
+/**
+ * The shop as a server started now would serve it, without changing what a
+ * running one serves: for `content list`, `doctor` and start-up's checks.
+ * The content index of CIDGATE_DB is brought up to date through its store
+ * (it only mirrors the folder, and hashing every file again per command would
+ * cost minutes on a large folder); the pricing files are reconciled into a
+ * throwaway in-memory database, never into CIDGATE_DB, so a command run with
+ * another environment (another PAY_TO) cannot re-point a live shop's prices.
+ * A rejected pricing reload leaves the last good state, as a server would.
+ */
+import { createCatalogChanges } from "../db/changes";
+import { type Db, openDb } from "../db/client";
+import { createInstructionStore } from "../instructions/store";
+import { createPricing, type ReloadReport } from "../pricing/service";
+import type { Settings } from "../settings";
+import { createStores } from "../stores";
+import { type IndexedFile, indexedFiles, type PricedBy, pricedCids } from "./listing";
+
+export interface OpenShop {
+  /** CIDGATE_DB, for checks that read it (integrity); the caller closes it with close(). */
+  db: Db;
+  /** The pricing reload as a start would make it: files read, result, errors. */
+  pricing: ReloadReport;
+  /** Content files that could not be read (path and why). */
+  unreadable: { path: string; message: string }[];
+  files: IndexedFile[];
+  /** CID -> instruction: the API's from CIDGATE_DB, the pricing files' as just loaded (or the last good state). */
+  priced: Map<string, PricedBy>;
+  close(): void;
+}
+
+export async function openShop(
+  settings: Settings,
+  env: Record<string, string | undefined> = process.env,
+): Promise<OpenShop> {
+  const db = openDb(settings.db);
+  const scratch = openDb(":memory:");
+  try {
+    const stores = createStores(db, settings);
+    const indexed = await stores.content.index();
+    const pricing = createPricing({
+      instructions: createInstructionStore(scratch, createCatalogChanges()),
+      content: stores.content,
+      settings,
+      env,
+    }).reload("check");
+    const priced =
+      pricing.result === "rejected"
+        ? pricedCids(db)
+        : new Map([...pricedCids(db, "api"), ...pricedCids(scratch, "files")]);
+    return {
+      db,
+      pricing,
+      unreadable: indexed.errors.map((e) => ({ path: e.path, message: e.message })),
+      files: indexedFiles(db),
+      priced,
+      close: () => db.sqlite.close(),
+    };
+  } catch (e) {
+    db.sqlite.close();
+    throw e;
+  } finally {
+    scratch.sqlite.close();
+  }
+}

@@ -1,0 +1,287 @@
+/**
+ * The health checks of a shop, as one decision over facts gathered elsewhere
+ * (probe.ts does the I/O): `cidgate doctor` prints every result and exits 1
+ * on a failure; start-up (src/startup/preflight.ts) runs the same decision
+ * and refuses to listen on a failure. No HTTP, no RPC, no files here, so
+ * every rule is tested on plain facts.
+ *
+ * A failure is what makes a sale impossible or wrong (a URL buyers cannot
+ * reach, a priced network nobody settles, a relayer with no gas, a corrupt
+ * database); a warning is what an operator should know but a shop can run with.
+ */
+import { NETWORKS, type NetworkName, networkByChainId } from "../chain/networks";
+import type { Settings } from "../settings";
+
+export type CheckStatus = "ok" | "warn" | "fail";
+
+export interface CheckResult {
+  /** Short and stable: what `doctor` prints first on the line, and what tests look for. */
+  name: string;
+  status: CheckStatus;
+  message: string;
+}
+
+/** A probe's answer: its value, or why there is none. */
+export type Probed<T> = { value: T } | { error: string };
+
+export interface ShopFacts {
+  settings: Settings;
+  /** PUBLIC_URL was set (not derived from HOST and PORT). */
+  publicUrlGiven: boolean;
+  /** Networks of the instructions that price at least one CID. */
+  pricedNetworks: readonly string[];
+  /** The facilitator's GET /supported kinds (the built-in one's own list for `local`). */
+  supported: Probed<readonly { scheme: string; network: string }[]>;
+  /** RPC_URL's eth_chainId; undefined when RPC_URL is unset. */
+  rpcChainId?: Probed<number>;
+  /** The built-in facilitator's relayer and its ETH balance in wei; undefined for a remote facilitator. */
+  relayer?: { address: string; wei?: Probed<bigint> };
+  /** Per priced network: the USDC address used, and whether a contract is there (undefined: not checkable, no RPC on that chain). */
+  usdc: readonly { network: string; address: string; overridden: boolean; hasCode?: Probed<boolean> }[];
+  /** Free bytes where the database lives. */
+  freeBytes?: Probed<number>;
+  /** Permission bits of files that hold secrets or data. */
+  files: readonly { label: string; mode: number; kind: "secret" | "env" | "database" | "directory" }[];
+  /** PRAGMA integrity_check (or quick_check) result: "ok" or the first problem. */
+  integrity?: Probed<string>;
+}
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|::1|\[::1\])$/i;
+const UNSPECIFIED = /^(0\.0\.0\.0|::|\[::\])$/;
+const MIB = 1024 * 1024;
+/** Below this the relayer is warned about: some hundreds of settlements on Base at today's gas. */
+export const LOW_GAS_WEI = 10n ** 15n; // 0.001 ETH
+export const MIN_FREE_BYTES = 100 * MIB;
+export const LOW_FREE_BYTES = 1024 * MIB;
+
+const known = (n: string): n is NetworkName => Object.hasOwn(NETWORKS, n);
+
+export function isLoopbackHost(host: string): boolean {
+  return LOOPBACK.test(host);
+}
+
+function publicUrlChecks(f: ShopFacts): CheckResult[] {
+  const { host, publicUrl } = f.settings;
+  const urlHost = new URL(publicUrl).hostname;
+  const name = "public URL";
+  if (!isLoopbackHost(host) && !f.publicUrlGiven)
+    return [
+      {
+        name,
+        status: "fail",
+        message: `HOST=${host} listens beyond this machine but PUBLIC_URL is unset, so every 402 would name ${publicUrl}; set PUBLIC_URL to the address buyers use, e.g. https://shop.example.com`,
+      },
+    ];
+  if (UNSPECIFIED.test(urlHost))
+    return [
+      {
+        name,
+        status: "fail",
+        message: `${publicUrl} is a listen address, not one a buyer can reach; set PUBLIC_URL to the address buyers use, e.g. https://shop.example.com`,
+      },
+    ];
+  if (!isLoopbackHost(host) && isLoopbackHost(urlHost))
+    return [
+      {
+        name,
+        status: "fail",
+        message: `PUBLIC_URL ${publicUrl} names this machine only, but HOST=${host} serves others; set it to the address buyers use`,
+      },
+    ];
+  if (f.pricedNetworks.includes("base") && !isLoopbackHost(urlHost) && !publicUrl.startsWith("https:"))
+    return [
+      {
+        name,
+        status: "fail",
+        message: `${publicUrl} is plain http and base (mainnet) is priced; serve https behind a proxy (docs/deploy.md) and set PUBLIC_URL to it`,
+      },
+    ];
+  return [{ name, status: "ok", message: publicUrl }];
+}
+
+function facilitatorChecks(f: ShopFacts): CheckResult[] {
+  const url =
+    f.settings.facilitatorUrl === "local"
+      ? "the built-in facilitator (FACILITATOR_URL=local)"
+      : f.settings.facilitatorUrl;
+  const name = "facilitator";
+  if ("error" in f.supported) {
+    return [
+      {
+        name,
+        status: f.pricedNetworks.length > 0 ? "fail" : "warn",
+        message: `${url} did not answer GET /supported: ${f.supported.error}${f.pricedNetworks.length > 0 ? `; ${f.pricedNetworks.join(", ")} cannot be settled` : ""}`,
+      },
+    ];
+  }
+  const kinds = f.supported.value.filter((k) => k.scheme === "exact");
+  const settles = (n: string) => kinds.some((k) => k.network === n || (known(n) && k.network === NETWORKS[n].caip2));
+  const offered = [...new Set(kinds.map((k) => k.network))].join(", ") || "nothing";
+  if (f.pricedNetworks.length === 0)
+    return [{ name, status: "ok", message: `${url} answers; it settles ${offered} (nothing is priced yet)` }];
+  const missing = f.pricedNetworks.filter((n) => !settles(n));
+  if (missing.length > 0) {
+    const fix =
+      f.settings.facilitatorUrl === "local"
+        ? "add them to FACILITATOR_NETWORKS"
+        : "use a facilitator that settles them (docs/mainnet.md), or FACILITATOR_URL=local with an RPC and a funded relayer";
+    return [
+      {
+        name,
+        status: "fail",
+        message: `${url} does not settle ${missing.join(", ")}, which the pricing uses (it settles ${offered}); ${fix}`,
+      },
+    ];
+  }
+  return [{ name, status: "ok", message: `${url} settles ${f.pricedNetworks.join(", ")}` }];
+}
+
+function rpcChecks(f: ShopFacts): CheckResult[] {
+  const name = "RPC";
+  const local = f.settings.facilitatorUrl === "local";
+  if (f.rpcChainId === undefined || f.settings.rpcUrl === undefined) {
+    return f.pricedNetworks.length > 0
+      ? [
+          {
+            name,
+            status: "warn",
+            message:
+              "RPC_URL is unset: a settlement whose answer is lost cannot be confirmed on chain (set it to an RPC of the priced network)",
+          },
+        ]
+      : [];
+  }
+  if ("error" in f.rpcChainId)
+    return [
+      {
+        name,
+        status: local ? "fail" : "warn",
+        message: `${f.settings.rpcUrl} did not answer eth_chainId: ${f.rpcChainId.error}${local ? "; the built-in facilitator cannot settle" : ""}`,
+      },
+    ];
+  const chainId = f.rpcChainId.value;
+  const onChain = networkByChainId(chainId);
+  // Every priced network is settled (built-in facilitator) or confirmed (remote one) through this one RPC.
+  const other = f.pricedNetworks.filter((n) => n !== onChain);
+  // A remote facilitator settles without it: a wrong chain there only loses the confirmation of lost answers.
+  if (other.length > 0)
+    return [
+      {
+        name,
+        status: local ? "fail" : "warn",
+        message: `${f.settings.rpcUrl} is chain ${chainId} (${onChain ?? "not a network cidgate knows"}), but ${other.map((n) => `${n} is chain ${known(n) ? NETWORKS[n].chainId : "?"}`).join(" and ")}; point RPC_URL at that chain`,
+      },
+    ];
+  if (local && (onChain === undefined || !f.settings.facilitatorNetworks.some((n) => n === onChain)))
+    return [
+      {
+        name,
+        status: "fail",
+        message: `${f.settings.rpcUrl} is chain ${chainId} (${onChain ?? "not a network cidgate knows"}), but FACILITATOR_NETWORKS is ${f.settings.facilitatorNetworks.join(",")}`,
+      },
+    ];
+  return [{ name, status: "ok", message: `${f.settings.rpcUrl} is chain ${chainId} (${onChain ?? "unknown"})` }];
+}
+
+function relayerChecks(f: ShopFacts): CheckResult[] {
+  if (!f.relayer?.wei) return [];
+  const name = "relayer gas";
+  if ("error" in f.relayer.wei) return []; // the RPC check already says the chain did not answer
+  const wei = f.relayer.wei.value;
+  const eth = `${formatEth(wei)} ETH`;
+  if (wei === 0n)
+    return [
+      {
+        name,
+        status: "fail",
+        message: `relayer ${f.relayer.address} has no ETH to pay gas: every settlement would fail; send ETH to it on the RPC's chain`,
+      },
+    ];
+  if (wei < LOW_GAS_WEI)
+    return [{ name, status: "warn", message: `relayer ${f.relayer.address} has ${eth}, little for gas; top it up` }];
+  return [{ name, status: "ok", message: `relayer ${f.relayer.address} has ${eth}` }];
+}
+
+function usdcChecks(f: ShopFacts): CheckResult[] {
+  return f.usdc.map((u): CheckResult => {
+    const name = `USDC ${u.network}`;
+    const variable = u.network === "base" ? "USDC_ADDRESS_BASE" : "USDC_ADDRESS_BASE_SEPOLIA";
+    if (u.hasCode && "value" in u.hasCode && !u.hasCode.value)
+      return {
+        name,
+        status: "fail",
+        message: `no contract at ${u.address} on the RPC's chain${u.overridden ? ` (${variable})` : ""}: buyers' payments cannot settle`,
+      };
+    if (u.network === "base" && u.overridden)
+      return {
+        name,
+        status: "warn",
+        message: `${variable}=${u.address} replaces Circle's USDC on mainnet: buyers pay in that token, not USDC`,
+      };
+    const checked =
+      u.hasCode && "value" in u.hasCode ? ", a contract on chain" : " (not checked: no RPC on this chain)";
+    return { name, status: "ok", message: `${u.address}${u.overridden ? ` (${variable})` : " (Circle's)"}${checked}` };
+  });
+}
+
+function diskChecks(f: ShopFacts): CheckResult[] {
+  if (!f.freeBytes) return [];
+  const name = "free disk";
+  if ("error" in f.freeBytes) return [{ name, status: "warn", message: `could not measure: ${f.freeBytes.error}` }];
+  const free = f.freeBytes.value;
+  const text = `${Math.floor(free / MIB)} MiB free for the database`;
+  if (free < MIN_FREE_BYTES)
+    return [{ name, status: "fail", message: `${text}: a full disk stops the ledger recording sales` }];
+  if (free < LOW_FREE_BYTES) return [{ name, status: "warn", message: `${text}; the ledger grows with every sale` }];
+  return [{ name, status: "ok", message: text }];
+}
+
+function fileChecks(f: ShopFacts): CheckResult[] {
+  return f.files.map((file): CheckResult => {
+    const name = `file mode ${file.label}`;
+    const mode = (file.mode & 0o777).toString(8).padStart(3, "0");
+    if (file.kind === "directory" && file.mode & 0o002)
+      return { name, status: "fail", message: `${mode}: anyone may write here; chmod o-w` };
+    if (file.kind === "secret" && file.mode & 0o077)
+      return { name, status: "fail", message: `${mode}: others may read this secret; chmod 600` };
+    if (file.kind === "env" && file.mode & 0o077)
+      return { name, status: "warn", message: `${mode}: others may read it, and it may hold keys; chmod 600` };
+    // Readable is fine (payers and amounts are public on chain anyway); writable is a forged ledger.
+    if (file.kind === "database" && file.mode & 0o002)
+      return { name, status: "fail", message: `${mode}: anyone may rewrite the ledger; chmod o-w` };
+    return { name, status: "ok", message: mode };
+  });
+}
+
+function integrityChecks(f: ShopFacts): CheckResult[] {
+  if (!f.integrity) return [];
+  const name = "database integrity";
+  if ("error" in f.integrity) return [{ name, status: "fail", message: f.integrity.error }];
+  return f.integrity.value === "ok"
+    ? [{ name, status: "ok", message: "ok" }]
+    : [{ name, status: "fail", message: `${f.integrity.value}; restore a backup` }];
+}
+
+/** Every check, in the order `doctor` prints them. */
+export function decide(f: ShopFacts): CheckResult[] {
+  return [
+    ...publicUrlChecks(f),
+    ...facilitatorChecks(f),
+    ...rpcChecks(f),
+    ...relayerChecks(f),
+    ...usdcChecks(f),
+    ...diskChecks(f),
+    ...fileChecks(f),
+    ...integrityChecks(f),
+  ];
+}
+
+export function failures(results: readonly CheckResult[]): CheckResult[] {
+  return results.filter((r) => r.status === "fail");
+}
+
+function formatEth(wei: bigint): string {
+  const whole = wei / 10n ** 18n;
+  const fraction = (wei % 10n ** 18n).toString().padStart(18, "0").slice(0, 6).replace(/0+$/, "");
+  return fraction ? `${whole}.${fraction}` : `${whole}`;
+}

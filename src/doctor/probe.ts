@@ -1,0 +1,117 @@
+/**
+ * The I/O half of the checks (checks.ts decides): asks the facilitator, the
+ * RPC, the file system and the database what checks.ts needs, each call
+ * bounded, each failure kept as a fact ("did not answer: ...") rather than
+ * thrown, so one dead dependency never hides the others' results.
+ */
+import { existsSync, statfsSync, statSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { createPublicClient, http } from "viem";
+import { privateKeyToAccount } from "viem/accounts";
+import { NETWORKS, type NetworkName, networkByChainId, usdcAddress } from "../chain/networks";
+import type { Db } from "../db/client";
+import type { Facilitator } from "../facilitator/types";
+import { jwtSecretPath } from "../http/jwt-secret";
+import type { Settings } from "../settings";
+import type { Probed, ShopFacts } from "./checks";
+
+export interface ProbeOptions {
+  settings: Settings;
+  env: Record<string, string | undefined>;
+  db: Db;
+  /** Networks of the instructions that price a CID (what the facilitator must settle). */
+  pricedNetworks: readonly string[];
+  facilitator: Pick<Facilitator, "supported">;
+  /** "integrity_check" reads every page (doctor); "quick_check" skips index cross-checks (start-up, large ledgers). */
+  integrity: "integrity_check" | "quick_check";
+  /** Bound on each network call, ms (default: FACILITATOR_TIMEOUT_MS, at most 10 s). */
+  timeoutMs?: number;
+}
+
+const reason = (e: unknown) => ((e as Error).message ?? String(e)).split("\n")[0].slice(0, 200);
+
+async function probe<T>(call: () => Promise<T> | T, timeoutMs: number): Promise<Probed<T>> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    });
+    return { value: await Promise.race([Promise.resolve().then(call), timeout]) };
+  } catch (e) {
+    return { error: reason(e) };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export async function gatherFacts(o: ProbeOptions): Promise<ShopFacts> {
+  const { settings } = o;
+  const timeoutMs = o.timeoutMs ?? Math.min(10_000, settings.facilitatorTimeoutMs);
+  const priced = o.pricedNetworks;
+  const rpc = settings.rpcUrl
+    ? createPublicClient({ transport: http(settings.rpcUrl, { timeout: timeoutMs, retryCount: 0 }) })
+    : undefined;
+
+  const [supported, rpcChainId] = await Promise.all([
+    probe(async () => (await o.facilitator.supported()).kinds, timeoutMs),
+    rpc ? probe(() => rpc.getChainId(), timeoutMs) : undefined,
+  ]);
+  const rpcNetwork = rpcChainId && "value" in rpcChainId ? networkByChainId(rpcChainId.value) : undefined;
+
+  let relayer: ShopFacts["relayer"];
+  if (settings.facilitatorUrl === "local" && settings.relayerPrivateKey) {
+    const address = privateKeyToAccount(settings.relayerPrivateKey as `0x${string}`).address;
+    relayer = {
+      address,
+      wei: rpc && rpcNetwork ? await probe(() => rpc.getBalance({ address }), timeoutMs) : undefined,
+    };
+  }
+
+  const usdc: ShopFacts["usdc"][number][] = [];
+  for (const network of priced.filter((n): n is NetworkName => Object.hasOwn(NETWORKS, n))) {
+    const address = usdcAddress(network, settings);
+    const overridden = (network === "base" ? settings.usdcAddressBase : settings.usdcAddressBaseSepolia) !== undefined;
+    const hasCode =
+      rpc && rpcNetwork === network
+        ? await probe(async () => {
+            const code = await rpc.getCode({ address });
+            return code !== undefined && code !== "0x";
+          }, timeoutMs)
+        : undefined;
+    usdc.push({ network, address, overridden, hasCode });
+  }
+
+  const onDisk = settings.db !== ":memory:";
+  const dbDir = onDisk ? dirname(resolve(settings.db)) : resolve(settings.dataDir);
+  const freeBytes = await probe(() => {
+    const s = statfsSync(existsSync(dbDir) ? dbDir : ".");
+    return s.bavail * s.bsize;
+  }, timeoutMs);
+
+  const files: ShopFacts["files"][number][] = [];
+  const add = (label: string, path: string, kind: ShopFacts["files"][number]["kind"]) => {
+    if (existsSync(path)) files.push({ label, mode: statSync(path).mode, kind });
+  };
+  add(settings.dataDir, settings.dataDir, "directory");
+  if (settings.jwtSecret === undefined) add(jwtSecretPath(settings), jwtSecretPath(settings), "secret");
+  if (onDisk) add(settings.db, settings.db, "database");
+  add(".env", ".env", "env");
+
+  const integrity = await probe(() => {
+    const rows = o.db.sqlite.query<Record<string, string>, []>(`PRAGMA ${o.integrity}`).all();
+    return rows.map((r) => Object.values(r)[0]).join("; ") || "ok";
+  }, timeoutMs);
+
+  return {
+    settings,
+    publicUrlGiven: (o.env.PUBLIC_URL ?? "") !== "",
+    pricedNetworks: priced,
+    supported,
+    rpcChainId,
+    relayer,
+    usdc,
+    freeBytes,
+    files,
+    integrity,
+  };
+}
