@@ -76,7 +76,14 @@ export function configModule(deps: ConfigDeps) {
           },
         };
       },
-      { scope: "read", detail: { summary: "Last pricing reload: time, result, changes, errors", tags: ["config"] } },
+      {
+        scope: "read",
+        detail: {
+          summary: "Last pricing reload: time, result, changes, errors",
+          tags: ["config"],
+          responses: { 200: { description: "the pricing state under `data`" } },
+        },
+      },
     )
     .post(
       "/reload",
@@ -86,6 +93,19 @@ export function configModule(deps: ConfigDeps) {
         if (report.result === "rejected") set.status = 422;
         return { data: reportToWire(report) };
       },
-      { scope: "write", detail: { summary: "Reload the pricing files now", tags: ["config"] } },
+      {
+        scope: "write",
+        detail: {
+          summary: "Reload the pricing files now",
+          tags: ["config"],
+          responses: {
+            200: { description: "applied (or nothing changed); the report under `data`" },
+            422: {
+              description: "rejected: the files have errors, the last good pricing stays; the report under `data`",
+            },
+            503: { description: "this server does not load pricing files" },
+          },
+        },
+      },
     );
 }
