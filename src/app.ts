@@ -24,6 +24,7 @@ import { configModule } from "./pricing/routes";
 import type { Pricing } from "./pricing/service";
 import type { Settings } from "./settings";
 import { createStores, type Stores } from "./stores";
+import { tokensModule } from "./tokens/routes";
 
 export interface AppDeps {
   settings: Settings;
@@ -83,12 +84,17 @@ export function composeApp(deps: AppDeps) {
     paymentIdentifiers: stores.paymentIdentifiers,
   });
   const gateway = createGatewayHandler({ purchase, secureCookies: publicUrl.startsWith("https:") });
+  // Every management module checks tokens against the one revocation store.
+  const { tokens } = stores;
   const app = new Elysia()
     .use(errors)
-    .use(instructionsModule({ store: stores.instructions, settings, jwtSecret }))
-    .use(paymentsModule({ payments, jwtSecret }))
-    .use(entitlementsModule({ entitlements: stores.entitlements, instructions: stores.instructions, jwtSecret }))
-    .use(configModule({ pricing: deps.pricing, settings, jwtSecret }))
+    .use(instructionsModule({ store: stores.instructions, settings, jwtSecret, tokens }))
+    .use(paymentsModule({ payments, jwtSecret, tokens }))
+    .use(
+      entitlementsModule({ entitlements: stores.entitlements, instructions: stores.instructions, jwtSecret, tokens }),
+    )
+    .use(configModule({ pricing: deps.pricing, settings, jwtSecret, tokens }))
+    .use(tokensModule({ tokens, jwtSecret }))
     .use(gatewayModule(gateway));
   return { app, gateway, stores };
 }

@@ -5,7 +5,7 @@
  * POST /v3/x402/config/reload (write scope): reload now, answer the report.
  */
 import { Elysia } from "elysia";
-import { auth } from "../http/auth";
+import { type AuthDeps, auth } from "../http/auth";
 import { ApiError } from "../http/errors";
 import type { Settings } from "../settings";
 import type { PricingProblem } from "./load";
@@ -43,12 +43,10 @@ function reportToWire(r: ReloadReport) {
 }
 
 /** What the config routes need; app.ts passes its deps, which have these. */
-export interface ConfigDeps {
+export interface ConfigDeps extends AuthDeps {
   /** Absent when this server does not load pricing files (reload answers 503). */
   pricing?: Pricing;
   settings: Pick<Settings, "configDir" | "contentDir">;
-  /** HS256 secret of management tokens. */
-  jwtSecret: string;
 }
 
 export function configModule(deps: ConfigDeps) {
