@@ -15,6 +15,8 @@ const commands: Record<string, () => Promise<{ command: Command }>> = {
   entitlements: () => import("./entitlements"),
   facilitator: () => import("./facilitator"),
   devnet: () => import("./devnet"),
+  backup: () => import("./backup"),
+  restore: () => import("./restore"),
 };
 
 async function help(): Promise<string> {

@@ -29,6 +29,8 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Wraps the real facilitator (to count calls or inject a fault). */
   wrapFacilitator?: (real: Facilitator) => Facilitator;
+  /** A database file in the stack's folder (`settings.db`) instead of `:memory:`: for another process (a CLI) to open. */
+  dbFile?: boolean;
 }
 
 export async function createTestStack(options: StackOptions) {
@@ -36,7 +38,7 @@ export async function createTestStack(options: StackOptions) {
   const dir = mkdtempSync(join(tmpdir(), "cidgate-stack-"));
   try {
     const settings = loadSettings({
-      CIDGATE_DB: ":memory:",
+      CIDGATE_DB: options.dbFile ? join(dir, "cidgate.db") : ":memory:",
       HOST: "127.0.0.1",
       PORT: "0",
       CIDGATE_CONTENT_DIR: join(dir, "content"),
@@ -54,7 +56,7 @@ export async function createTestStack(options: StackOptions) {
       settings,
     });
     const facilitator = options.wrapFacilitator ? options.wrapFacilitator(real) : real;
-    const db = openDb(":memory:");
+    const db = openDb(settings.db);
 
     mkdirSync(settings.contentDir, { recursive: true });
     for (const [name, bytes] of Object.entries(options.files)) writeFileSync(join(settings.contentDir, name), bytes);
