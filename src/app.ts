@@ -15,6 +15,7 @@ import { createCatalog } from "./gateway/catalog";
 import { createPurchase } from "./gateway/purchase";
 import { createGatewayHandler, gatewayModule } from "./gateway/routes";
 import { errors } from "./http/errors";
+import { healthModule } from "./http/health";
 import type { Logger } from "./http/logging";
 import { instructionsModule } from "./instructions/routes";
 import { paymentLookup } from "./ledger/chain-lookup";
@@ -95,8 +96,16 @@ export function composeApp(deps: AppDeps) {
     )
     .use(configModule({ pricing: deps.pricing, settings, jwtSecret, tokens }))
     .use(tokensModule({ tokens, jwtSecret }))
+    .use(
+      healthModule({
+        db: deps.db,
+        facilitator: deps.facilitator,
+        pricing: deps.pricing,
+        timeoutMs: settings.facilitatorTimeoutMs,
+      }),
+    )
     .use(gatewayModule(gateway));
-  return { app, gateway, stores };
+  return { app, gateway, stores, settler };
 }
 
 export const createApp = (deps: AppDeps) => composeApp(deps).app;

@@ -31,6 +31,8 @@ export interface StackOptions {
   wrapFacilitator?: (real: Facilitator) => Facilitator;
   /** A database file in the stack's folder (`settings.db`) instead of `:memory:`: for another process (a CLI) to open. */
   dbFile?: boolean;
+  /** The server's `shutdownGraceMs` (server.ts). */
+  shutdownGraceMs?: number;
 }
 
 export async function createTestStack(options: StackOptions) {
@@ -91,6 +93,7 @@ export async function createTestStack(options: StackOptions) {
       jwtSecret: STACK_JWT_SECRET,
       facilitator,
       pricing: false,
+      shutdownGraceMs: options.shutdownGraceMs,
     });
     const { url, app } = running;
 
@@ -101,6 +104,8 @@ export async function createTestStack(options: StackOptions) {
     return {
       url,
       app,
+      /** The running server (src/server.ts), for tests of how it stops. */
+      running,
       db,
       /** The app's stores: write through these so its catalog sees the change at once. */
       stores,
