@@ -61,6 +61,6 @@ describe("deploy/cidgate.service", () => {
   test.skipIf(!analyze)("systemd-analyze verify accepts it with no warning, and does flag a broken copy", () => {
     expect(verify(UNIT)).toEqual({ code: 0, out: "" });
     const broken = verify(UNIT.replace("ProtectSystem=strict", "ProtectSystem=very"));
-    expect(broken.out).toContain("ProtectSystem");
+    expect(broken.out).toContain("Failed to parse protect system value");
   });
 });
