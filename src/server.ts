@@ -13,6 +13,7 @@ import { createFacilitator } from "./facilitator/create";
 import type { Facilitator } from "./facilitator/types";
 import { gatewayRoutes } from "./gateway/routes";
 import { errorResponse } from "./http/errors";
+import { publicUrlCheck } from "./http/forwarded";
 import { resolveJwtSecret } from "./http/jwt-secret";
 import { createLogger, type Logger, withRequestLog } from "./http/logging";
 import { preparePricing } from "./pricing/boot";
@@ -112,9 +113,18 @@ export async function startServer(options: ServerOptions) {
     publicUrl,
     stores,
   });
+  // Behind a trusted proxy with an http PUBLIC_URL: warn once if requests come in over https (http/forwarded.ts).
+  const checkProto = publicUrlCheck({ trustProxy: settings.trustProxy, publicUrl, log });
+  const observed = (handler: Fetch): Fetch =>
+    checkProto
+      ? (request) => {
+          checkProto(request);
+          return handler(request);
+        }
+      : handler;
   server.reload({
-    routes: gatewayRoutes(gateway, (handler, path) => withRequestLog(handler, log, path)),
-    fetch: withRequestLog(withRoutableOrigin(app.fetch), log),
+    routes: gatewayRoutes(gateway, (handler, path) => withRequestLog(observed(handler), log, path)),
+    fetch: withRequestLog(observed(withRoutableOrigin(app.fetch)), log),
     error: lastResort,
   });
   const watchers = pricing ? startWatchers({ content: stores.content, settings, pricing, log }) : undefined;
