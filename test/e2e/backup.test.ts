@@ -71,6 +71,8 @@ test("a backup taken during paid traffic holds every payment settled before it; 
   const copy = new Database(file, { readonly: true });
   expect(copy.query("PRAGMA integrity_check").get()).toEqual({ integrity_check: "ok" });
   const inBackup = settledRows(copy);
+  // Rows still settling when the backup began are in it as pending: claimed, for recovery to resolve.
+  const rowsInBackup = copy.query<{ n: number }, []>("SELECT count(*) AS n FROM payments").get()!.n;
   copy.close();
   // Everything settled before the backup began, with its transaction; nothing the ledger does not hold.
   expect(inBackup).toEqual(expect.arrayContaining(before));
@@ -80,7 +82,7 @@ test("a backup taken during paid traffic holds every payment settled before it; 
   const restoredDb = join(dir, "restored.db");
   const restored = await cidgate(["restore", file], restoredDb);
   expect(restored.code).toBe(0);
-  expect(restored.out).toContain(`payments ${inBackup.length}`);
+  expect(restored.out).toContain(`payments ${rowsInBackup},`);
   const back = new Database(restoredDb, { readonly: true });
   expect(back.query("PRAGMA integrity_check").get()).toEqual({ integrity_check: "ok" });
   expect(settledRows(back)).toEqual(inBackup);
