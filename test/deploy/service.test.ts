@@ -63,4 +63,13 @@ describe("deploy/cidgate.service", () => {
     const broken = verify(UNIT.replace("ProtectSystem=strict", "ProtectSystem=very"));
     expect(broken.out).toContain("Failed to parse protect system value");
   });
+
+  test("deploy/cidgate-cli is valid sh and gives commands the service's data paths", () => {
+    const cli = readFileSync(join(ROOT, "deploy/cidgate-cli"), "utf8");
+    expect(Bun.spawnSync(["sh", "-n", join(ROOT, "deploy/cidgate-cli")]).exitCode).toBe(0);
+    const fromUnit = [...UNIT.matchAll(/^Environment=(CIDGATE_\w+=\S+)$/gm)].map((m) => m[1]);
+    expect(fromUnit.length).toBe(3);
+    for (const line of fromUnit) expect(cli).toContain(`\n${line}\n`);
+    expect(cli).toContain("sudo -E -u cidgate /opt/cidgate/node_modules/.bin/bun /opt/cidgate/src/cli/main.ts");
+  });
 });
