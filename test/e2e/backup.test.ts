@@ -89,6 +89,15 @@ test("a backup taken during paid traffic holds every payment settled before it; 
   back.close();
   expect(readdirSync(dir).some((f) => f.startsWith("restored.db.before-restore-"))).toBe(true);
 
+  // Restored into the live database while the server runs: the file stays, the server reads the restored rows.
+  const live = await cidgate(["restore", file], stack.settings.db);
+  expect(live.code).toBe(0);
+  expect(settledRows(stack.db.sqlite)).toEqual(inBackup);
+  expect(stack.db.sqlite.query("PRAGMA integrity_check").get()).toEqual({ integrity_check: "ok" });
+  const offer = await fetch(`${stack.url}/x402/cid/${stack.cids["file-0.txt"]}`);
+  expect(offer.status).toBe(402);
+  expect((await fetch(`${stack.url}/readyz`)).status).toBe(200);
+
   // A backup never overwrites: the same name again is refused, the first copy intact.
   const again = await cidgate(["backup", file], stack.settings.db);
   expect(again.code).toBe(1);
