@@ -15,6 +15,7 @@ import { createCatalog } from "./gateway/catalog";
 import { createPurchase } from "./gateway/purchase";
 import { createGatewayHandler, gatewayModule } from "./gateway/routes";
 import { errors } from "./http/errors";
+import { healthModule } from "./http/health";
 import type { Logger } from "./http/logging";
 import { instructionsModule } from "./instructions/routes";
 import { paymentLookup } from "./ledger/chain-lookup";
@@ -26,6 +27,7 @@ import { configModule } from "./pricing/routes";
 import type { Pricing } from "./pricing/service";
 import type { Settings } from "./settings";
 import { createStores, type Stores } from "./stores";
+import { tokensModule } from "./tokens/routes";
 
 export interface AppDeps {
   settings: Settings;
@@ -95,15 +97,28 @@ export function composeApp(deps: AppDeps) {
     secureCookies: publicUrl.startsWith("https:"),
     pages: { offerPage: paywall.offerPage, disposition: paywall.disposition, headers: PAGE_HEADERS },
   });
+  // Every management module checks tokens against the one revocation store.
+  const { tokens } = stores;
   const app = new Elysia()
     .use(errors)
-    .use(instructionsModule({ store: stores.instructions, settings, jwtSecret }))
-    .use(paymentsModule({ payments, jwtSecret }))
-    .use(entitlementsModule({ entitlements: stores.entitlements, instructions: stores.instructions, jwtSecret }))
-    .use(configModule({ pricing: deps.pricing, settings, jwtSecret }))
+    .use(instructionsModule({ store: stores.instructions, settings, jwtSecret, tokens }))
+    .use(paymentsModule({ payments, jwtSecret, tokens }))
+    .use(
+      entitlementsModule({ entitlements: stores.entitlements, instructions: stores.instructions, jwtSecret, tokens }),
+    )
+    .use(configModule({ pricing: deps.pricing, settings, jwtSecret, tokens }))
+    .use(tokensModule({ tokens, jwtSecret }))
+    .use(
+      healthModule({
+        db: deps.db,
+        facilitator: deps.facilitator,
+        pricing: deps.pricing,
+        timeoutMs: settings.facilitatorTimeoutMs,
+      }),
+    )
     .use(gatewayModule(gateway))
     .use(paywallModule(paywall, settings));
-  return { app, gateway, stores };
+  return { app, gateway, stores, settler };
 }
 
 export const createApp = (deps: AppDeps) => composeApp(deps).app;

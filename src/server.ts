@@ -13,11 +13,13 @@ import { createFacilitator } from "./facilitator/create";
 import type { Facilitator } from "./facilitator/types";
 import { gatewayRoutes } from "./gateway/routes";
 import { errorResponse } from "./http/errors";
+import { publicUrlCheck } from "./http/forwarded";
 import { resolveJwtSecret } from "./http/jwt-secret";
 import { createLogger, type Logger, withRequestLog } from "./http/logging";
 import { preparePricing } from "./pricing/boot";
 import { startWatchers } from "./pricing/watch";
 import type { Settings } from "./settings";
+import { drainRequests } from "./shutdown";
 import { createStores, type Stores } from "./stores";
 
 export interface ServerOptions {
@@ -38,6 +40,13 @@ export interface ServerOptions {
    * that price through the API alone turn it off.
    */
   pricing?: boolean;
+  /**
+   * How long `stop()` waits for requests in flight (settlements among them)
+   * before closing connections. Default: two facilitator calls
+   * (verify + settle, each bounded by FACILITATOR_TIMEOUT_MS) and a second,
+   * so a settlement that started before the signal finishes.
+   */
+  shutdownGraceMs?: number;
 }
 
 /**
@@ -94,10 +103,28 @@ export async function startServer(options: ServerOptions) {
   });
   const url = `http://${settings.host.includes(":") ? `[${settings.host}]` : settings.host}:${server.port}`;
   const publicUrl = settings.port === 0 && settings.publicUrl.endsWith(":0") ? url : settings.publicUrl;
-  const { app, gateway } = composeApp({ settings, db, log, jwtSecret, facilitator, pricing, publicUrl, stores });
+  const { app, gateway, settler } = composeApp({
+    settings,
+    db,
+    log,
+    jwtSecret,
+    facilitator,
+    pricing,
+    publicUrl,
+    stores,
+  });
+  // Behind a trusted proxy with an http PUBLIC_URL: warn once if requests come in over https (http/forwarded.ts).
+  const checkProto = publicUrlCheck({ trustProxy: settings.trustProxy, publicUrl, log });
+  const observed = (handler: Fetch): Fetch =>
+    checkProto
+      ? (request) => {
+          checkProto(request);
+          return handler(request);
+        }
+      : handler;
   server.reload({
-    routes: gatewayRoutes(gateway, (handler, path) => withRequestLog(handler, log, path)),
-    fetch: withRequestLog(withRoutableOrigin(app.fetch), log),
+    routes: gatewayRoutes(gateway, (handler, path) => withRequestLog(observed(handler), log, path)),
+    fetch: withRequestLog(observed(withRoutableOrigin(app.fetch)), log),
     error: lastResort,
   });
   const watchers = pricing ? startWatchers({ content: stores.content, settings, pricing, log }) : undefined;
@@ -116,14 +143,16 @@ export async function startServer(options: ServerOptions) {
     facilitator,
     /**
      * Stops watching, stops accepting and lets requests in flight finish
-     * (or, with `force`, closes them), then checkpoints and closes the
-     * database. The facilitator and database given in the options stay the
+     * within the grace (shutdown.ts; or, with `force`, closes them), then
+     * checkpoints and closes the database. The facilitator and database given in the options stay the
      * caller's to close.
      */
     stop(force = false): Promise<void> {
       stopped ??= (async () => {
         await watchers?.close();
-        await server.stop(force);
+        const graceMs = options.shutdownGraceMs ?? 2 * settings.facilitatorTimeoutMs + 1000;
+        const drained = await drainRequests(server, { force, graceMs, settler, log });
+        if (!drained) await server.stop(true);
         if (!options.db) db.sqlite.close();
       })();
       return stopped;

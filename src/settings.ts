@@ -90,6 +90,13 @@ export const VARIABLES = {
     doc: "origin used in the 402's `resource` URLs (set it behind a proxy)",
     ...httpUrl,
   }),
+  trustProxy: variable({
+    name: "TRUST_PROXY",
+    default: "false",
+    doc: "behind a reverse proxy: trust its `X-Forwarded-For` and `X-Forwarded-Proto` (only if clients cannot reach cidgate directly)",
+    allows: "true or false",
+    parse: (s) => (s === "true" || s === "1" ? true : s === "false" || s === "0" ? false : undefined),
+  }),
   db: variable({ name: "CIDGATE_DB", default: "data/cidgate.db", doc: "SQLite file (`:memory:` allowed)", ...text }),
   dataDir: variable({
     name: "CIDGATE_DATA_DIR",

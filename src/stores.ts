@@ -14,6 +14,7 @@ import { createInstructionStore, type InstructionStore } from "./instructions/st
 import { createPaymentIdentifierStore, type PaymentIdentifierStore } from "./ledger/payment-identifiers";
 import { createPaymentStore, type PaymentStore } from "./ledger/store";
 import type { Settings } from "./settings";
+import { createTokenStore, type TokenStore } from "./tokens/store";
 
 export interface Stores {
   changes: CatalogChanges;
@@ -27,6 +28,8 @@ export interface Stores {
   paymentIdentifiers: PaymentIdentifierStore;
   /** Used sign-in-with-x nonces: what keeps a sign-in single-use across processes. */
   siwxNonces: SiwxNonceStore;
+  /** Management tokens: ids and revocations (read by auth on every management request). */
+  tokens: TokenStore;
 }
 
 export function createStores(db: Db, settings: Pick<Settings, "contentDir">): Stores {
@@ -39,5 +42,6 @@ export function createStores(db: Db, settings: Pick<Settings, "contentDir">): St
     entitlements: createEntitlementStore(db),
     paymentIdentifiers: createPaymentIdentifierStore(db),
     siwxNonces: createSiwxNonceStore(db),
+    tokens: createTokenStore(db),
   };
 }

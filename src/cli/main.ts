@@ -19,6 +19,8 @@ const commands: Record<string, () => Promise<{ command: Command }>> = {
   buy: () => import("./buy"),
   payments: () => import("./payments"),
   doctor: () => import("./doctor"),
+  backup: () => import("./backup"),
+  restore: () => import("./restore"),
 };
 
 async function help(): Promise<string> {

@@ -1,6 +1,8 @@
 /**
  * Opens the SQLite database (WAL, foreign keys) and applies the drizzle
  * migrations in drizzle/ at start, so a fresh file and `:memory:` both work.
+ * A database with tables and a migration pending is first backed up beside
+ * itself (backup.ts): an upgrade can always be undone with `cidgate restore`.
  */
 import { Database } from "bun:sqlite";
 import { mkdirSync } from "node:fs";
@@ -8,11 +10,12 @@ import { dirname, join } from "node:path";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
 import type { BaseSQLiteDatabase } from "drizzle-orm/sqlite-core";
+import { backupBeforeMigration } from "./backup";
 import * as schema from "./schema";
 
 const MIGRATIONS = join(import.meta.dir, "../../drizzle");
 
-export function openDb(path: string) {
+export function openDb(path: string, options: { backupBeforeMigration?: boolean } = {}) {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
   const sqlite = new Database(path, { create: true, strict: true });
   sqlite.exec("PRAGMA journal_mode = WAL");
@@ -20,6 +23,8 @@ export function openDb(path: string) {
   sqlite.exec("PRAGMA foreign_keys = ON");
   sqlite.exec("PRAGMA busy_timeout = 5000");
   const db = drizzle(sqlite, { schema });
+  const backup = options.backupBeforeMigration === false ? undefined : backupBeforeMigration(sqlite, path, MIGRATIONS);
+  if (backup) console.error(`cidgate: backed up the database to ${backup} before migrating it`);
   migrate(db, { migrationsFolder: MIGRATIONS });
   return Object.assign(db, { sqlite });
 }

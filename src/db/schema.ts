@@ -144,3 +144,21 @@ export const paymentIdentifiers = sqliteTable("payment_identifiers", {
   paymentId: integer("payment_id"),
   createdAt: text("created_at").notNull(),
 });
+
+/**
+ * Owned by tokens/store.ts. One row per management token made by
+ * `cidgate token create` (the token itself is never stored: its id is the
+ * JWT's `jti`). `revoked_at` set: the server refuses the token from the next
+ * request on, whichever process revoked it. A token without a row (made
+ * before this table existed) is accepted until it expires unless revoked by
+ * `cidgate token revoke <token>`, which adds its row.
+ */
+export const managementTokens = sqliteTable("management_tokens", {
+  id: text("id").primaryKey(),
+  /** Space-separated, as in the token's `scope` claim. */
+  scopes: text("scopes").notNull(),
+  label: text("label"),
+  createdAt: text("created_at").notNull(),
+  expiresAt: text("expires_at").notNull(),
+  revokedAt: text("revoked_at"),
+});

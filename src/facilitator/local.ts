@@ -39,6 +39,8 @@ export type LocalFacilitator = Facilitator & {
   readonly relayerAddress: `0x${string}`;
   /** Chain id of the RPC (asked once); FacilitatorUnavailableError when it does not answer. */
   chainId(): Promise<number>;
+  /** One fresh RPC call (the chain id is asked once): what /readyz asks (http/health.ts). */
+  ping(): Promise<unknown>;
   /** Forgets cached chain state; the facilitator holds no sockets or timers. */
   close(): void;
 };
@@ -144,6 +146,7 @@ export function createLocalFacilitator(options: LocalFacilitatorOptions): LocalF
     supported,
     relayerAddress: probe.address,
     chainId: async () => (await connect()).chainId,
+    ping: () => probe.publicClient.getBlockNumber({ cacheTime: 0 }),
     close() {
       chain = undefined;
     },

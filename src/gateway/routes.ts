@@ -5,7 +5,7 @@
  * keeps the 402 and 403 answers prebuilt per offer (the 402 is the hot path).
  * See docs/gateway.md "The request, step by step".
  */
-import { Elysia } from "elysia";
+import { type DocumentDecoration, Elysia } from "elysia";
 import { ACCESS_COOKIE, ACCESS_TOKEN_HEADER } from "../entitlements/access-token";
 import { errorBody } from "../http/errors";
 import { prefersHtml } from "../paywall/accept";
@@ -275,11 +275,41 @@ export type GatewayHandler = ReturnType<typeof createGatewayHandler>;
 
 const preflight = () => new Response(null, { status: 204, headers: PREFLIGHT_HEADERS });
 
+/**
+ * OpenAPI for the paid route. `security: []`: no bearer token; what pays is an
+ * x402 proof in a header (X-PAYMENT, PAYMENT-SIGNATURE), which OpenAPI has no
+ * scheme for. Cast as in auth.ts (elysia types `detail` from `openapi-types`).
+ */
+function gatewayDetail(method: "GET" | "HEAD") {
+  const text = (description: string) => ({ description });
+  return {
+    tags: ["gateway"],
+    summary:
+      method === "GET"
+        ? "Buy and download a file by its CID (x402: 402 with the price, then pay with X-PAYMENT or PAYMENT-SIGNATURE)"
+        : "The price of a file (402), or whether a proof or access token already covers it; never charges",
+    security: [],
+    responses: {
+      200: text("the file (paid, entitled, or free again under the same proof)"),
+      ...(method === "GET" && { 206: text("a byte range of the file (Range)") }),
+      402: text("payment required: the x402 v1 body, the v2 PAYMENT-REQUIRED header"),
+      403: text("the proof was refused; the body names the x402 reason"),
+      404: text("no such CID for sale"),
+      ...(method === "GET" && {
+        409: text("a payment-identifier reused with another payment"),
+        416: text("the range is outside the file"),
+      }),
+      500: text("the payment could not be completed (the facilitator was unreachable); the body says more"),
+      503: text("the payment is settling; retry after Retry-After"),
+    },
+  } as unknown as DocumentDecoration;
+}
+
 /** The gateway as an Elysia module: what `app.handle` reaches (and paths Bun's router does not match exactly). */
 export function gatewayModule(handle: GatewayHandler) {
   return new Elysia({ name: "gateway", prefix: "/x402" })
-    .get("/cid/:cid", ({ request, params }) => handle(request, params.cid, false))
-    .head("/cid/:cid", ({ request, params }) => handle(request, params.cid, true))
+    .get("/cid/:cid", ({ request, params }) => handle(request, params.cid, false), { detail: gatewayDetail("GET") })
+    .head("/cid/:cid", ({ request, params }) => handle(request, params.cid, true), { detail: gatewayDetail("HEAD") })
     .options("/cid/:cid", preflight);
 }
 

@@ -22,7 +22,12 @@ function unauthorized(message: string, error = "invalid_token") {
 }
 
 /** Throws the 401/403 for a request that may not use `needed`; returns the token's scopes otherwise. */
-async function authorize(authorization: string | null, jwt: TokenJwt, needed: Scope): Promise<Scope[]> {
+async function authorize(
+  authorization: string | null,
+  jwt: TokenJwt,
+  needed: Scope,
+  revocations: RevocationCheck | undefined,
+): Promise<Scope[]> {
   if (!authorization) {
     throw new ApiError(401, "unauthorized", "missing Authorization: Bearer <token>", undefined, {
       "www-authenticate": 'Bearer realm="cidgate"',
@@ -33,6 +38,11 @@ async function authorize(authorization: string | null, jwt: TokenJwt, needed: Sc
   // Bounded before any parsing; our tokens are ~300 characters.
   const token = m[1].length <= 4096 ? await checkToken(jwt, m[1]) : undefined;
   if (!token) throw unauthorized("the bearer token is invalid or expired");
+  // Read on every request, so a revocation by any process (the CLI) counts from the next request on.
+  const id = token.claims.jti;
+  if (revocations && typeof id === "string" && revocations.isRevoked(id)) {
+    throw unauthorized("the bearer token was revoked");
+  }
   if (!token.scopes.includes(needed)) {
     throw new ApiError(403, "forbidden", `this token lacks the "${needed}" scope`, undefined, {
       "www-authenticate": `Bearer realm="cidgate", error="insufficient_scope", scope="${needed}"`,
@@ -47,21 +57,37 @@ async function authorize(authorization: string | null, jwt: TokenJwt, needed: Sc
  */
 const bearerDetail = { security: [{ bearer: [] }] } as unknown as DocumentDecoration;
 
-/** What auth needs: the HS256 secret of management tokens. */
+/** Whether a token id (`jti`) was revoked: tokens/store.ts. */
+export interface RevocationCheck {
+  isRevoked(id: string): boolean;
+}
+
+/** What auth needs: the HS256 secret of management tokens, and where revocations are kept. */
 export interface AuthDeps {
   jwtSecret: string;
+  /** Absent (tests of one module): no token is ever revoked. */
+  tokens?: RevocationCheck;
 }
+
+/** A number per revocation store, so apps over different databases never share one deduplicated plugin. */
+const storeIds = new WeakMap<RevocationCheck, number>();
+let lastStoreId = 0;
 
 export function auth(deps: AuthDeps) {
   const secret = deps.jwtSecret;
   // Seeded by a fingerprint (never the secret itself) so two apps with different
   // secrets in one process (tests) do not share one deduplicated plugin.
-  const seed = createHash("sha256").update(secret).digest("hex").slice(0, 16);
+  let storeId = 0;
+  if (deps.tokens) {
+    storeId = storeIds.get(deps.tokens) ?? ++lastStoreId;
+    storeIds.set(deps.tokens, storeId);
+  }
+  const seed = `${createHash("sha256").update(secret).digest("hex").slice(0, 16)}:${storeId}`;
   return new Elysia({ name: "auth", seed }).use(tokenPlugin(secret)).macro({
     scope: (needed: Scope) => ({
       detail: bearerDetail,
       async transform({ request, jwt }) {
-        await authorize(request.headers.get("authorization"), jwt, needed);
+        await authorize(request.headers.get("authorization"), jwt, needed, deps.tokens);
       },
     }),
   });

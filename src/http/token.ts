@@ -48,7 +48,7 @@ export async function checkToken(jwt: TokenJwt, token: string, now?: number) {
   if (!claims) return undefined;
   // Unknown scope names are ignored rather than fatal, so a newer token still works for what we know.
   const scopes = SCOPES.filter((s) => claims.scope.split(" ").includes(s));
-  return { claims: claims as typeof claims & { exp: number }, scopes };
+  return { claims: claims as typeof claims & { exp: number; jti?: string }, scopes };
 }
 
 /**
@@ -57,13 +57,21 @@ export async function checkToken(jwt: TokenJwt, token: string, now?: number) {
  */
 export function createToken(
   secret: string,
-  opts: { scopes: readonly Scope[]; ttlSeconds: number; now?: number; notBefore?: number; subject?: string },
+  opts: {
+    scopes: readonly Scope[];
+    ttlSeconds: number;
+    now?: number;
+    notBefore?: number;
+    subject?: string;
+    /** The token's id (`jti`), as recorded by tokens/store.ts; default a fresh UUID. */
+    id?: string;
+  },
 ): Promise<string> {
   const now = opts.now ?? Math.floor(Date.now() / 1000);
   return tokenPlugin(secret).decorator.jwt.sign({
     sub: opts.subject ?? "cidgate",
     scope: opts.scopes.join(" "),
-    jti: randomUUID(),
+    jti: opts.id ?? randomUUID(),
     exp: now + opts.ttlSeconds,
     ...(opts.notBefore !== undefined && { nbf: opts.notBefore }),
   });

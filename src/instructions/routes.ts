@@ -4,7 +4,7 @@
  * The instance is the controller: validate, call the store, shape the answer.
  */
 import { Elysia } from "elysia";
-import { auth } from "../http/auth";
+import { type AuthDeps, auth } from "../http/auth";
 import { jsonBody } from "../http/body";
 import { invalidInput } from "../http/errors";
 import { openapiDocs } from "../http/openapi";
@@ -60,12 +60,10 @@ const read = <S>(ok: S) => ({
 const write = <S>(ok: S) => ({ ...read(ok), 409: ErrorResponse, 413: ErrorResponse, 415: ErrorResponse });
 
 /** What the management API needs; app.ts builds it (the store is the app's, shared with the gateway). */
-export interface InstructionsDeps {
+export interface InstructionsDeps extends AuthDeps {
   store: InstructionStore;
   /** The USDC addresses a requirement's asset defaults to. */
   settings: Pick<Settings, "usdcAddressBase" | "usdcAddressBaseSepolia">;
-  /** HS256 secret of management tokens. */
-  jwtSecret: string;
 }
 
 export function instructionsModule(deps: InstructionsDeps) {

@@ -5,7 +5,7 @@
  * POST /v3/x402/config/reload (write scope): reload now, answer the report.
  */
 import { Elysia } from "elysia";
-import { auth } from "../http/auth";
+import { type AuthDeps, auth } from "../http/auth";
 import { ApiError } from "../http/errors";
 import type { Settings } from "../settings";
 import type { PricingProblem } from "./load";
@@ -43,12 +43,10 @@ function reportToWire(r: ReloadReport) {
 }
 
 /** What the config routes need; app.ts passes its deps, which have these. */
-export interface ConfigDeps {
+export interface ConfigDeps extends AuthDeps {
   /** Absent when this server does not load pricing files (reload answers 503). */
   pricing?: Pricing;
   settings: Pick<Settings, "configDir" | "contentDir">;
-  /** HS256 secret of management tokens. */
-  jwtSecret: string;
 }
 
 export function configModule(deps: ConfigDeps) {
@@ -76,7 +74,14 @@ export function configModule(deps: ConfigDeps) {
           },
         };
       },
-      { scope: "read", detail: { summary: "Last pricing reload: time, result, changes, errors", tags: ["config"] } },
+      {
+        scope: "read",
+        detail: {
+          summary: "Last pricing reload: time, result, changes, errors",
+          tags: ["config"],
+          responses: { 200: { description: "the pricing state under `data`" } },
+        },
+      },
     )
     .post(
       "/reload",
@@ -86,6 +91,19 @@ export function configModule(deps: ConfigDeps) {
         if (report.result === "rejected") set.status = 422;
         return { data: reportToWire(report) };
       },
-      { scope: "write", detail: { summary: "Reload the pricing files now", tags: ["config"] } },
+      {
+        scope: "write",
+        detail: {
+          summary: "Reload the pricing files now",
+          tags: ["config"],
+          responses: {
+            200: { description: "applied (or nothing changed); the report under `data`" },
+            422: {
+              description: "rejected: the files have errors, the last good pricing stays; the report under `data`",
+            },
+            503: { description: "this server does not load pricing files" },
+          },
+        },
+      },
     );
 }

@@ -21,11 +21,13 @@ const COMMANDS = [
   "buy",
   "payments list",
   "doctor",
+  "backup",
+  "restore",
 ];
-/** Groups are listed by their first word (`content`, `payments`). */
+/** Groups are listed by their first word (`content`, `payments`, `token`). */
 const LISTED = [
   "serve",
-  "token create",
+  "token",
   "config check",
   "content",
   "facilitator",
@@ -34,6 +36,8 @@ const LISTED = [
   "buy",
   "payments",
   "doctor",
+  "backup",
+  "restore",
 ];
 
 function cidgate(args: string[], env: Record<string, string> = {}) {
@@ -73,8 +77,8 @@ describe("cidgate", () => {
   test("`cidgate help <command>` is `cidgate <command> --help`", () => {
     const r = cidgate(["help", "token"]);
     expect(r.code).toBe(0);
-    expect(r.out).toBe(cidgate(["token", "create", "--help"]).out);
-    expect(r.out).toContain("usage: cidgate token create");
+    expect(r.out).toBe(cidgate(["token", "--help"]).out);
+    expect(r.out).toContain("usage: cidgate token <create|list|revoke>");
   }, 15_000);
 
   test("every command has --help, and refuses an unknown option (facilitator included) in one line", () => {

@@ -31,6 +31,10 @@ export interface StackOptions {
   config?: Record<string, string>;
   /** Wraps the real facilitator (to count calls or inject a fault). */
   wrapFacilitator?: (real: Facilitator) => Facilitator;
+  /** A database file in the stack's folder (`settings.db`) instead of `:memory:`: for another process (a CLI) to open. */
+  dbFile?: boolean;
+  /** The server's `shutdownGraceMs` (server.ts). */
+  shutdownGraceMs?: number;
 }
 
 export async function createTestStack(options: StackOptions) {
@@ -38,7 +42,7 @@ export async function createTestStack(options: StackOptions) {
   const dir = mkdtempSync(join(tmpdir(), "cidgate-stack-"));
   try {
     const settings = loadSettings({
-      CIDGATE_DB: ":memory:",
+      CIDGATE_DB: options.dbFile ? join(dir, "cidgate.db") : ":memory:",
       HOST: "127.0.0.1",
       PORT: "0",
       CIDGATE_CONTENT_DIR: join(dir, "content"),
@@ -56,7 +60,7 @@ export async function createTestStack(options: StackOptions) {
       settings,
     });
     const facilitator = options.wrapFacilitator ? options.wrapFacilitator(real) : real;
-    const db = openDb(":memory:");
+    const db = openDb(settings.db);
 
     mkdirSync(settings.contentDir, { recursive: true });
     mkdirSync(settings.configDir, { recursive: true });
@@ -94,6 +98,7 @@ export async function createTestStack(options: StackOptions) {
       jwtSecret: STACK_JWT_SECRET,
       facilitator,
       pricing: options.config !== undefined,
+      shutdownGraceMs: options.shutdownGraceMs,
     });
     const { url, app } = running;
 
@@ -104,6 +109,8 @@ export async function createTestStack(options: StackOptions) {
     return {
       url,
       app,
+      /** The running server (src/server.ts), for tests of how it stops. */
+      running,
       db,
       /** The app's stores: write through these so its catalog sees the change at once. */
       stores,

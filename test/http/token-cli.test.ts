@@ -69,5 +69,5 @@ describe("cidgate token create", () => {
       expect(r.out).toBe("");
       expect(r.err.length).toBeGreaterThan(0);
     }
-  });
+  }, 30_000); // seven CLI processes on a shared machine
 });
