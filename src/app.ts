@@ -20,6 +20,9 @@ import { instructionsModule } from "./instructions/routes";
 import { paymentLookup } from "./ledger/chain-lookup";
 import { paymentsModule } from "./ledger/routes";
 import { createLedgerSettler } from "./ledger/settler";
+import type { Dispatcher } from "./notifications/dispatcher";
+import { ledgerEvents } from "./notifications/hooks";
+import { webhooksModule } from "./notifications/routes";
 import { configModule } from "./pricing/routes";
 import type { Pricing } from "./pricing/service";
 import type { Settings } from "./settings";
@@ -41,6 +44,8 @@ export interface AppDeps {
   stores?: Stores;
   /** Where buyers reach this server, for the 402's resource URLs; default PUBLIC_URL. */
   publicUrl?: string;
+  /** Sends the webhook outbox (server.ts runs it); without it events are only queued. */
+  dispatcher?: Dispatcher;
 }
 
 /**
@@ -62,6 +67,7 @@ export function composeApp(deps: AppDeps) {
     timeoutMs: settings.facilitatorTimeoutMs,
     log: deps.log,
     lookup: paymentLookup(settings),
+    events: ledgerEvents(stores.notifications),
   });
   const catalog = createCatalog(deps.db, stores, { ...settings, publicUrl });
   const purchase = createPurchase({
@@ -89,6 +95,7 @@ export function composeApp(deps: AppDeps) {
     .use(paymentsModule({ payments, jwtSecret }))
     .use(entitlementsModule({ entitlements: stores.entitlements, instructions: stores.instructions, jwtSecret }))
     .use(configModule({ pricing: deps.pricing, settings, jwtSecret }))
+    .use(webhooksModule({ notifications: stores.notifications, dispatcher: deps.dispatcher, jwtSecret }))
     .use(gatewayModule(gateway));
   return { app, gateway, stores };
 }

@@ -15,6 +15,8 @@ import { gatewayRoutes } from "./gateway/routes";
 import { errorResponse } from "./http/errors";
 import { resolveJwtSecret } from "./http/jwt-secret";
 import { createLogger, type Logger, withRequestLog } from "./http/logging";
+import { createDispatcher, type DispatcherOptions } from "./notifications/dispatcher";
+import { reportReloadFailures } from "./notifications/hooks";
 import { preparePricing } from "./pricing/boot";
 import { startWatchers } from "./pricing/watch";
 import type { Settings } from "./settings";
@@ -38,6 +40,8 @@ export interface ServerOptions {
    * that price through the API alone turn it off.
    */
   pricing?: boolean;
+  /** The webhook dispatcher's timing (tests shorten the retry schedule); default: dispatcher.ts's. */
+  webhooks?: Pick<DispatcherOptions, "scheduleMs" | "pollMs" | "timeoutMs">;
 }
 
 /**
@@ -73,7 +77,11 @@ export async function startServer(options: ServerOptions) {
   const facilitator = options.facilitator ?? createFacilitator(settings, log);
   // One set of stores (and one catalog change signal) shared by pricing, the gateway and the API.
   const stores = options.stores ?? createStores(db, settings);
-  const pricing = options.pricing === false ? undefined : await preparePricing({ ...stores, settings, log });
+  const prepared = options.pricing === false ? undefined : await preparePricing({ ...stores, settings, log });
+  // A rejected reload (this start's included) queues `config.reload_failed`.
+  const pricing = prepared && reportReloadFailures(prepared, stores.notifications, settings.configDir);
+  // The outbox is sent beside the server, never on a request's path; what is queued from before a restart goes first.
+  const dispatcher = createDispatcher({ store: stores.notifications, log, ...options.webhooks });
 
   // What escapes every handler (a file that vanished while Bun streamed it, say) still gets the one
   // JSON error shape, never Bun's plain-text "Something went wrong!"; the log line names no path.
@@ -94,13 +102,24 @@ export async function startServer(options: ServerOptions) {
   });
   const url = `http://${settings.host.includes(":") ? `[${settings.host}]` : settings.host}:${server.port}`;
   const publicUrl = settings.port === 0 && settings.publicUrl.endsWith(":0") ? url : settings.publicUrl;
-  const { app, gateway } = composeApp({ settings, db, log, jwtSecret, facilitator, pricing, publicUrl, stores });
+  const { app, gateway } = composeApp({
+    settings,
+    db,
+    log,
+    jwtSecret,
+    facilitator,
+    pricing,
+    publicUrl,
+    stores,
+    dispatcher,
+  });
   server.reload({
     routes: gatewayRoutes(gateway, (handler, path) => withRequestLog(handler, log, path)),
     fetch: withRequestLog(withRoutableOrigin(app.fetch), log),
     error: lastResort,
   });
   const watchers = pricing ? startWatchers({ content: stores.content, settings, pricing, log }) : undefined;
+  dispatcher.start();
 
   let stopped: Promise<void> | undefined;
   return {
@@ -114,6 +133,7 @@ export async function startServer(options: ServerOptions) {
     stores,
     log,
     facilitator,
+    dispatcher,
     /**
      * Stops watching, stops accepting and lets requests in flight finish
      * (or, with `force`, closes them), then checkpoints and closes the
@@ -124,6 +144,7 @@ export async function startServer(options: ServerOptions) {
       stopped ??= (async () => {
         await watchers?.close();
         await server.stop(force);
+        await dispatcher.stop();
         if (!options.db) db.sqlite.close();
       })();
       return stopped;

@@ -13,6 +13,8 @@ import { createEntitlementStore, type EntitlementStore } from "./entitlements/st
 import { createInstructionStore, type InstructionStore } from "./instructions/store";
 import { createPaymentIdentifierStore, type PaymentIdentifierStore } from "./ledger/payment-identifiers";
 import { createPaymentStore, type PaymentStore } from "./ledger/store";
+import { entitlementEvents } from "./notifications/hooks";
+import { createNotificationStore, type NotificationStore } from "./notifications/store";
 import type { Settings } from "./settings";
 
 export interface Stores {
@@ -27,17 +29,21 @@ export interface Stores {
   paymentIdentifiers: PaymentIdentifierStore;
   /** Used sign-in-with-x nonces: what keeps a sign-in single-use across processes. */
   siwxNonces: SiwxNonceStore;
+  /** Webhooks and their outbox: events are queued here in the writes they report, sent by the dispatcher. */
+  notifications: NotificationStore;
 }
 
 export function createStores(db: Db, settings: Pick<Settings, "contentDir">): Stores {
   const changes = createCatalogChanges();
+  const notifications = createNotificationStore(db);
   return {
     changes,
     instructions: createInstructionStore(db, changes),
     content: createContentStore(db, settings, changes),
     payments: createPaymentStore(db),
-    entitlements: createEntitlementStore(db),
+    entitlements: createEntitlementStore(db, entitlementEvents(notifications)),
     paymentIdentifiers: createPaymentIdentifierStore(db),
     siwxNonces: createSiwxNonceStore(db),
+    notifications,
   };
 }

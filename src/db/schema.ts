@@ -144,3 +144,58 @@ export const paymentIdentifiers = sqliteTable("payment_identifiers", {
   paymentId: integer("payment_id"),
   createdAt: text("created_at").notNull(),
 });
+
+/**
+ * Owned by notifications/store.ts. Where webhooks go: declared in a pricing
+ * file's `notifications:` section (`source` "file:<path>#<key>", kept in step
+ * by every reload) or made through /v3/x402/webhooks (`source` "api").
+ */
+export const webhooks = sqliteTable(
+  "webhooks",
+  {
+    id: text("id").primaryKey(), // "wh_" + UUIDv7
+    url: text("url").notNull(),
+    /** HMAC-SHA256 key of the `Cidgate-Signature` header. */
+    secret: text("secret").notNull(),
+    /** JSON array of event types; empty: every event. */
+    events: text("events", { mode: "json" }).$type<string[]>().notNull(),
+    description: text("description"),
+    enabled: integer("enabled", { mode: "boolean" }).notNull().default(true),
+    source: text("source").notNull().default("api"),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [index("webhooks_source").on(t.source)],
+);
+
+/**
+ * Owned by notifications/store.ts. The outbox and the delivery log in one:
+ * a row per event per webhook, written in the transaction of the change it
+ * reports (a settled payment, a grant...), sent later by the dispatcher
+ * (notifications/dispatcher.ts), never on the request's path.
+ */
+export const webhookDeliveries = sqliteTable(
+  "webhook_deliveries",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    webhookId: text("webhook_id").notNull(), // no foreign key: the log outlives a deleted webhook
+    eventId: text("event_id").notNull(),
+    eventType: text("event_type").notNull(),
+    /** The JSON body, exactly as it is sent and signed. */
+    payload: text("payload").notNull(),
+    state: text("state", { enum: ["pending", "delivered", "failed"] }).notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    /** ISO 8601: when the dispatcher may send it (again). */
+    nextAttemptAt: text("next_attempt_at").notNull(),
+    lastAttemptAt: text("last_attempt_at"),
+    lastStatus: integer("last_status"),
+    lastError: text("last_error"),
+    deliveredAt: text("delivered_at"),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [
+    index("webhook_deliveries_due").on(t.state, t.nextAttemptAt),
+    index("webhook_deliveries_webhook").on(t.webhookId, t.id),
+    uniqueIndex("webhook_deliveries_event").on(t.webhookId, t.eventId),
+  ],
+);

@@ -20,6 +20,8 @@ import { relativePathProblem } from "../content/paths";
 import { ACCESS_RULE, DEFAULT_ACCESS, DEFAULT_ACCESS_SCOPE, parseAccessPolicy } from "../entitlements/policy";
 import type { FileInstruction } from "../instructions/file-sync";
 import { type FieldError, normalizeRequirements } from "../instructions/requirements";
+import { checkNotifications, desiredWebhooks } from "../notifications/config";
+import type { DesiredWebhook } from "../notifications/store";
 import type { Settings } from "../settings";
 import { envUsed, sameEnv } from "./env";
 import { fastParse } from "./fast-yaml";
@@ -57,6 +59,8 @@ export interface ParsedFile {
   /** Path relative to the config folder, "/"-separated. */
   path: string;
   instructions: DesiredInstruction[];
+  /** The `notifications:` section's webhooks. */
+  webhooks: DesiredWebhook[];
   errors: PricingProblem[];
   warnings: PricingProblem[];
 }
@@ -64,6 +68,7 @@ export interface ParsedFile {
 export interface LoadedPricing {
   files: string[];
   instructions: DesiredInstruction[];
+  webhooks: DesiredWebhook[];
   errors: PricingProblem[];
   warnings: PricingProblem[];
 }
@@ -85,6 +90,7 @@ const checkOutline = TypeCompiler.Compile(
   t.Object(
     {
       defaults: t.Optional(DefaultsModel),
+      notifications: t.Optional(t.Unknown()), // checked on its own (notifications/config.ts)
       instructions: t.Optional(
         t.Record(t.String({ pattern: KEY_PATTERN }), t.Unknown(), { additionalProperties: false }),
       ),
@@ -194,12 +200,19 @@ export function parsePricingFile(
     };
     const checked = checkData(fast, lazy, path, opts);
     if (checked && checked.errors.length === 0)
-      return { path, instructions: checked.instructions, errors: [], warnings: [] };
+      return { path, instructions: checked.instructions, webhooks: checked.webhooks, errors: [], warnings: [] };
   }
   const slow = parseWithPositions(text, display, opts.env);
-  if (slow.data === undefined) return { path, instructions: [], errors: slow.errors, warnings: slow.warnings };
+  if (slow.data === undefined)
+    return { path, instructions: [], webhooks: [], errors: slow.errors, warnings: slow.warnings };
   const checked = checkData(slow.data, slow.locator, path, opts)!;
-  return { path, instructions: checked.instructions, errors: checked.errors, warnings: slow.warnings };
+  return {
+    path,
+    instructions: checked.instructions,
+    webhooks: checked.webhooks,
+    errors: checked.errors,
+    warnings: slow.warnings,
+  };
 }
 
 type Defaults = Static<typeof DefaultsModel>;
@@ -226,7 +239,7 @@ function checkData(
   where: Locator,
   path: string,
   opts: Pick<LoadOptions, "settings">,
-): { instructions: DesiredInstruction[]; errors: PricingProblem[] } | undefined {
+): { instructions: DesiredInstruction[]; webhooks: DesiredWebhook[]; errors: PricingProblem[] } | undefined {
   const errors: PricingProblem[] = [];
   const instructions: DesiredInstruction[] = [];
   const check: Check = { where, problem: (at, rule, message) => void errors.push({ ...pin(at), rule, message }) };
@@ -234,6 +247,14 @@ function checkData(
   // The file's outline first, then each instruction on its own, so one
   // malformed instruction does not hide the problems of the others.
   const file = checkFileOutline(data, check);
+  let webhooks: DesiredWebhook[] = [];
+  if (
+    file.notifications !== undefined &&
+    schemaProblems(checkNotifications, file.notifications, ["notifications"], where, check.problem)
+  )
+    webhooks = desiredWebhooks(file.notifications, path, (p, rule, message) =>
+      check.problem(where.at(p), rule, message),
+    );
   for (const [key, inst] of Object.entries(file.instructions ?? {})) {
     const base = ["instructions", key];
     if (!schemaProblems(checkInstruction, inst, base, where, check.problem)) continue;
@@ -262,7 +283,7 @@ function checkData(
       files,
     });
   }
-  return { instructions, errors };
+  return { instructions, webhooks, errors };
 }
 
 /** `defaults` and `instructions` with nothing else at the top; an empty file when the outline is wrong. */
@@ -427,7 +448,7 @@ function normalizeCached(inputs: unknown[], settings: LoadOptions["settings"]) {
  */
 export function loadPricing(opts: LoadOptions): LoadedPricing {
   const files = findPricingFiles(opts.configDir);
-  const out: LoadedPricing = { files, instructions: [], errors: [], warnings: [] };
+  const out: LoadedPricing = { files, instructions: [], webhooks: [], errors: [], warnings: [] };
   const live = new Set<string>();
   for (const path of files) {
     let text: string;
@@ -452,6 +473,7 @@ export function loadPricing(opts: LoadOptions): LoadedPricing {
       opts.cache?.set(path, parsed);
     }
     out.instructions.push(...parsed.parsed.instructions);
+    out.webhooks.push(...parsed.parsed.webhooks);
     out.errors.push(...parsed.parsed.errors);
     out.warnings.push(...parsed.parsed.warnings);
   }
