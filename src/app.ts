@@ -5,6 +5,7 @@
  * server.ts serves it.
  */
 import { Elysia } from "elysia";
+import { dashboardModule } from "./dashboard/routes";
 import type { Db } from "./db/client";
 import { createAccessTokens } from "./entitlements/access-token";
 import { contractVerifier } from "./entitlements/contract-verifier";
@@ -96,6 +97,7 @@ export function composeApp(deps: AppDeps) {
     .use(entitlementsModule({ entitlements: stores.entitlements, instructions: stores.instructions, jwtSecret }))
     .use(configModule({ pricing: deps.pricing, settings, jwtSecret }))
     .use(webhooksModule({ notifications: stores.notifications, dispatcher: deps.dispatcher, jwtSecret }))
+    .use(dashboardModule({ ...stores, pricing: deps.pricing, facilitator: deps.facilitator, settings, jwtSecret }))
     .use(gatewayModule(gateway));
   return { app, gateway, stores };
 }
