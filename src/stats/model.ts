@@ -21,11 +21,13 @@
  * bucket in which they happened.
  */
 
-import { type Static, Type as T } from "@sinclair/typebox";
+import { type SchemaOptions, type Static, Type as T } from "@sinclair/typebox";
 import { Limit } from "../http/paging";
 
 export const BUCKETS = ["hour", "day", "week", "month"] as const;
 export type Bucket = (typeof BUCKETS)[number];
+const BucketUnion = (options?: SchemaOptions) =>
+  T.Union([T.Literal("hour"), T.Literal("day"), T.Literal("week"), T.Literal("month")], options);
 
 /** At most this many buckets per answer (a year of days; a month of hours is 744). */
 export const MAX_BUCKETS = 1000;
@@ -43,13 +45,10 @@ const StatsFilter = {
   ),
   to: T.Optional(IsoTime("end (ISO 8601, exclusive), rounded up to a bucket's start; default: now")),
   bucket: T.Optional(
-    T.Union(
-      BUCKETS.map((b) => T.Literal(b)),
-      {
-        description: "hour, day (default), week (from Monday) or month; UTC",
-        error: "must be hour, day, week or month",
-      },
-    ),
+    BucketUnion({
+      description: "hour, day (default), week (from Monday) or month; UTC",
+      error: "must be hour, day, week or month",
+    }),
   ),
   cid: T.Optional(T.String({ description: "only this CID (any spelling)" })),
   instruction: T.Optional(T.String({ description: "only CIDs sold under this payment instruction id" })),
@@ -85,7 +84,7 @@ export const StatsResponse = T.Object({
   data: T.Object({
     from: T.String({ format: "date-time", description: "the first bucket's start" }),
     to: T.String({ format: "date-time", description: "the end of the last bucket (exclusive)" }),
-    bucket: T.Union(BUCKETS.map((b) => T.Literal(b))),
+    bucket: BucketUnion(),
     buckets: T.Array(StatsBucket, { description: "every bucket from `from` to `to`, oldest first, empty ones too" }),
     totals: Figures,
   }),
@@ -93,6 +92,11 @@ export const StatsResponse = T.Object({
 export type StatsResponse = Static<typeof StatsResponse>;
 
 export const BREAKDOWN_SORTS = ["revenue", "sales", "offers", "proofs", "conversion"] as const;
+const SortUnion = (options?: SchemaOptions) =>
+  T.Union(
+    [T.Literal("revenue"), T.Literal("sales"), T.Literal("offers"), T.Literal("proofs"), T.Literal("conversion")],
+    options,
+  );
 
 export const BreakdownQuery = T.Object({
   ...StatsFilter,
@@ -103,13 +107,10 @@ export const BreakdownQuery = T.Object({
     }),
   ),
   sort: T.Optional(
-    T.Union(
-      BREAKDOWN_SORTS.map((s) => T.Literal(s)),
-      {
-        description: "rows with the most of this first (revenue: dollars over every network); default revenue",
-        error: `must be one of ${BREAKDOWN_SORTS.join(", ")}`,
-      },
-    ),
+    SortUnion({
+      description: "rows with the most of this first (revenue: dollars over every network); default revenue",
+      error: `must be one of ${BREAKDOWN_SORTS.join(", ")}`,
+    }),
   ),
   limit: T.Optional(Limit(BREAKDOWN_LIMIT)),
 });
@@ -134,7 +135,7 @@ export const BreakdownResponse = T.Object({
   data: T.Object({
     from: T.String({ format: "date-time" }),
     to: T.String({ format: "date-time" }),
-    bucket: T.Union(BUCKETS.map((b) => T.Literal(b))),
+    bucket: BucketUnion(),
     by: T.Union([T.Literal("cid"), T.Literal("instruction")]),
     starts: T.Array(T.String({ format: "date-time" }), { description: "the buckets' starts, oldest first" }),
     rows: T.Array(BreakdownRow, { description: "at most `limit` rows, most first by `sort`" }),
