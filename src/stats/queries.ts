@@ -114,7 +114,6 @@ export function createStatsQueries(sqlite: Database) {
    * (ISO times, either open), optionally under one instruction: whole hours
    * from the rollup, the uneven ends from the ledger (by created_at), so the
    * answer is exact for any bounds. GET /v3/x402/payments' `totals`.
-   * Undefined when the range holds an amount too long for the rollup: the caller sums the ledger.
    */
   function paymentTotals(f: { from?: string; to?: string; instructionId?: string }) {
     const fromMs = f.from === undefined ? undefined : Date.parse(f.from);
@@ -162,7 +161,11 @@ export function createStatsQueries(sqlite: Database) {
            FROM sales_hourly WHERE ${where}${instruction} GROUP BY 1, 2`,
         ).all(params),
       );
-      if (parts.some((p) => (p.oversized ?? 0) > 0)) return undefined;
+      // An amount too long for the rollup's sum in the range: the ledger's exact sum of all of it instead.
+      if (parts.some((p) => (p.oversized ?? 0) > 0)) {
+        parts.length = 0;
+        ledger(f.from, f.to);
+      }
     }
     const totals = new Map<string, { network: string; asset: string; amount: bigint; count: number }>();
     for (const p of parts) {
