@@ -27,6 +27,9 @@ import { webhooksModule } from "./notifications/routes";
 import { configModule } from "./pricing/routes";
 import type { Pricing } from "./pricing/service";
 import type { Settings } from "./settings";
+import { observePurchase } from "./stats/observe";
+import { statsModule } from "./stats/routes";
+import { createStats } from "./stats/service";
 import { createStores, type Stores } from "./stores";
 
 export interface AppDeps {
@@ -59,47 +62,61 @@ export function composeApp(deps: AppDeps) {
   const stores = deps.stores ?? createStores(deps.db, settings);
   const { payments, entitlements } = stores;
   const publicUrl = deps.publicUrl ?? settings.publicUrl;
+  const stats = createStats(deps.db, {
+    instructionName: (id) => {
+      try {
+        return stores.instructions.get(id).name;
+      } catch {
+        return undefined; // deleted since it sold
+      }
+    },
+    pathsOf: () => new Map(stores.content.list().map((f) => [f.cid, f.path])),
+  });
   const settler = createLedgerSettler({
     payments,
     entitlements,
     // The settled row and the entitlement it grants: one transaction (synchronous, so it rolls back).
     transaction: (fn) => deps.db.sqlite.transaction(fn)(),
-    facilitator: deps.facilitator,
+    facilitator: stats.metrics.instrument(deps.facilitator),
     timeoutMs: settings.facilitatorTimeoutMs,
     log: deps.log,
     lookup: paymentLookup(settings),
     events: ledgerEvents(stores.notifications),
   });
   const catalog = createCatalog(deps.db, stores, { ...settings, publicUrl });
-  const purchase = createPurchase({
-    catalog,
-    payments,
-    settler,
-    entitlements,
-    accessTokens: createAccessTokens({ managementSecret: jwtSecret }),
-    accessTokenTtlSeconds: settings.accessTokenTtlSeconds,
-    siwx: createSiwx({
-      // domain and uri come from PUBLIC_URL, never from a request's Host header (X402.md, trap 11)
-      publicUrl,
-      secret: jwtSecret,
-      nonces: stores.siwxNonces,
-      verifyContract: settings.rpcUrl
-        ? contractVerifier(settings.rpcUrl, Math.min(10_000, settings.facilitatorTimeoutMs))
-        : undefined,
+  const purchase = observePurchase(
+    createPurchase({
+      catalog,
+      payments,
+      settler,
+      entitlements,
+      accessTokens: createAccessTokens({ managementSecret: jwtSecret }),
+      accessTokenTtlSeconds: settings.accessTokenTtlSeconds,
+      siwx: createSiwx({
+        // domain and uri come from PUBLIC_URL, never from a request's Host header (X402.md, trap 11)
+        publicUrl,
+        secret: jwtSecret,
+        nonces: stores.siwxNonces,
+        verifyContract: settings.rpcUrl
+          ? contractVerifier(settings.rpcUrl, Math.min(10_000, settings.facilitatorTimeoutMs))
+          : undefined,
+      }),
+      paymentIdentifiers: stores.paymentIdentifiers,
     }),
-    paymentIdentifiers: stores.paymentIdentifiers,
-  });
+    { counters: stats.counters, metrics: stats.metrics, lookup: catalog.lookup },
+  );
   const gateway = createGatewayHandler({ purchase, secureCookies: publicUrl.startsWith("https:") });
   const app = new Elysia()
     .use(errors)
     .use(instructionsModule({ store: stores.instructions, settings, jwtSecret }))
     .use(paymentsModule({ payments, jwtSecret }))
+    .use(statsModule({ stats, jwtSecret }))
     .use(entitlementsModule({ entitlements: stores.entitlements, instructions: stores.instructions, jwtSecret }))
     .use(configModule({ pricing: deps.pricing, settings, jwtSecret }))
     .use(webhooksModule({ notifications: stores.notifications, dispatcher: deps.dispatcher, jwtSecret }))
     .use(dashboardModule({ ...stores, pricing: deps.pricing, facilitator: deps.facilitator, settings, jwtSecret }))
     .use(gatewayModule(gateway));
-  return { app, gateway, stores };
+  return { app, gateway, stores, stats };
 }
 
 export const createApp = (deps: AppDeps) => composeApp(deps).app;

@@ -20,6 +20,7 @@ import { reportReloadFailures } from "./notifications/hooks";
 import { preparePricing } from "./pricing/boot";
 import { startWatchers } from "./pricing/watch";
 import type { Settings } from "./settings";
+import { countRequests, countRoute } from "./stats/observe";
 import { createStores, type Stores } from "./stores";
 
 export interface ServerOptions {
@@ -102,7 +103,7 @@ export async function startServer(options: ServerOptions) {
   });
   const url = `http://${settings.host.includes(":") ? `[${settings.host}]` : settings.host}:${server.port}`;
   const publicUrl = settings.port === 0 && settings.publicUrl.endsWith(":0") ? url : settings.publicUrl;
-  const { app, gateway } = composeApp({
+  const { app, gateway, stats } = composeApp({
     settings,
     db,
     log,
@@ -113,11 +114,15 @@ export async function startServer(options: ServerOptions) {
     stores,
     dispatcher,
   });
+  const { metrics } = stats;
   server.reload({
-    routes: gatewayRoutes(gateway, (handler, path) => withRequestLog(handler, log, path)),
-    fetch: withRequestLog(withRoutableOrigin(app.fetch), log),
+    routes: gatewayRoutes(gateway, (handler, path) =>
+      withRequestLog(countRoute(handler, metrics, "/x402/cid/:cid"), log, path),
+    ),
+    fetch: withRequestLog(countRequests(withRoutableOrigin(app.fetch), metrics), log),
     error: lastResort,
   });
+  stats.start();
   const watchers = pricing ? startWatchers({ content: stores.content, settings, pricing, log }) : undefined;
   dispatcher.start();
 
@@ -134,6 +139,7 @@ export async function startServer(options: ServerOptions) {
     log,
     facilitator,
     dispatcher,
+    stats,
     /**
      * Stops watching, stops accepting and lets requests in flight finish
      * (or, with `force`, closes them), then checkpoints and closes the
@@ -144,6 +150,8 @@ export async function startServer(options: ServerOptions) {
       stopped ??= (async () => {
         await watchers?.close();
         await server.stop(force);
+        // After the last request: the offers and proofs counted since the last flush are written.
+        stats.stop();
         await dispatcher.stop();
         if (!options.db) db.sqlite.close();
       })();

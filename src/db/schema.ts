@@ -4,7 +4,8 @@
  * Times are ISO 8601 UTC strings so that they sort and read the same.
  */
 
-import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { sql } from "drizzle-orm";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /** Owned by instructions/. `source` is "api" or "file:<config file>#<key>". */
 export const paymentInstructions = sqliteTable(
@@ -86,6 +87,10 @@ export const payments = sqliteTable(
     index("payments_payer").on(t.payer, t.id),
     index("payments_instruction").on(t.instructionId, t.id),
     index("payments_created").on(t.createdAt),
+    // The payer filter compares without case (any spelling finds a wallet): without this, a scan of every row.
+    index("payments_payer_lower").on(sql`lower(${t.payer})`, t.id),
+    // The pending settlements (the /metrics gauge, "needs attention"): few rows, so a small partial index.
+    index("payments_pending").on(t.id).where(sql`${t.state} = 'pending'`),
   ],
 );
 
@@ -144,6 +149,73 @@ export const paymentIdentifiers = sqliteTable("payment_identifiers", {
   paymentId: integer("payment_id"),
   createdAt: text("created_at").notNull(),
 });
+
+/**
+ * Owned by stats/ (src/stats/sales.ts reads it), written ONLY by the SQLite
+ * triggers on `payments` in drizzle/0006_stats.sql: settled sales and revenue
+ * per hour (of the payment's `created_at`, "YYYY-MM-DDTHH", UTC), instruction,
+ * network and asset. The triggers run inside the statement that changes a
+ * payment, so the rollup commits or rolls back with it and agrees with the
+ * ledger whoever writes the ledger (test/stats/rollup.test.ts checks it).
+ * What makes revenue totals and a month of stats cheap at a million payments.
+ */
+export const salesHourly = sqliteTable(
+  "sales_hourly",
+  {
+    hour: text("hour").notNull(),
+    instructionId: text("instruction_id").notNull(),
+    network: text("network").notNull(),
+    asset: text("asset").notNull(),
+    sales: integer("sales").notNull(),
+    /**
+     * Sum of the settled amounts of up to 15 digits (< $1e9 each), smallest unit: 64-bit, so an hour
+     * would need 9,000 payments of $1e9 to overflow it.
+     */
+    amount: integer("amount").notNull(),
+    /** Settled payments of 16 digits or more, not in `amount`: a read that meets one sums the ledger instead. */
+    oversized: integer("oversized").notNull().default(0),
+  },
+  (t) => [
+    primaryKey({ columns: [t.hour, t.instructionId, t.network, t.asset] }),
+    index("sales_hourly_instruction").on(t.instructionId, t.hour),
+  ],
+);
+
+/**
+ * Owned by stats/counters.ts, its only writer: 402 offers shown and payment
+ * proofs presented per hour and CID, added from in-memory counters every few
+ * seconds and at a clean stop (the 402 path never writes to SQLite).
+ */
+export const funnelHourly = sqliteTable(
+  "funnel_hourly",
+  {
+    cid: text("cid").notNull(),
+    hour: text("hour").notNull(),
+    instructionId: text("instruction_id").notNull(),
+    offers: integer("offers").notNull(),
+    proofs: integer("proofs").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.cid, t.hour, t.instructionId] }), index("funnel_hourly_hour").on(t.hour)],
+);
+
+/**
+ * Owned by stats/counters.ts, written in the same transaction as
+ * funnel_hourly: the same counts summed over CIDs, per hour and instruction,
+ * so the whole shop's funnel over a month reads ~720 rows, not one per CID.
+ */
+export const funnelTotalsHourly = sqliteTable(
+  "funnel_totals_hourly",
+  {
+    hour: text("hour").notNull(),
+    instructionId: text("instruction_id").notNull(),
+    offers: integer("offers").notNull(),
+    proofs: integer("proofs").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.hour, t.instructionId] }),
+    index("funnel_totals_instruction").on(t.instructionId, t.hour),
+  ],
+);
 
 /**
  * Owned by notifications/store.ts. Where webhooks go: declared in a pricing
