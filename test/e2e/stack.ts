@@ -99,6 +99,8 @@ export async function createTestStack(options: StackOptions) {
     return {
       url,
       app,
+      /** The running server (its webhook dispatcher, its stats). */
+      server: running,
       db,
       /** The app's stores: write through these so its catalog sees the change at once. */
       stores,

@@ -23,6 +23,17 @@
     return el;
   }
 
+  /** At 375 px a table row reads as a small card: each cell carries its column's name (CSS shows it). */
+  function labelCells(table) {
+    const names = [...table.querySelectorAll("thead th")].map((th) => th.textContent.replace(/[▲▼]/g, "").trim());
+    for (const row of table.querySelectorAll("tbody tr, tfoot tr"))
+      [...row.children].forEach((td, i) => {
+        if (names[i] && !td.hasAttribute("colspan")) td.dataset.label = names[i];
+      });
+  }
+  for (const table of document.querySelectorAll("table"))
+    new MutationObserver(() => labelCells(table)).observe(table, { childList: true });
+
   // ---- money: exact, in millionths of a dollar (USDC has 6 decimals) ----
   const micro = (usd) => {
     const [whole, frac = ""] = String(usd).split(".");
@@ -259,8 +270,9 @@
     const networks = [...new Set(stats.buckets.flatMap((b) => b.revenue.map((r) => r.network)))]
       .filter((n) => !state.network || n === state.network)
       .sort();
-    if (networks.length === 0) networks.push(state.network || "base");
+    if (networks.length === 0) networks.push(state.network || "revenue");
     const xs = stats.buckets.map((b) => Date.parse(b.start) / 1000);
+    const half = xs.length > 1 ? (xs[1] - xs[0]) / 2 : 43200;
     const perNetwork = networks.map((n) =>
       stats.buckets.map((b) => b.revenue.filter((r) => r.network === n).reduce((s, r) => s + micro(r.usd), 0n)),
     );
@@ -274,7 +286,11 @@
     const opts = {
       width: Math.max(280, el.clientWidth || 600),
       height: el.clientWidth < 500 ? 200 : 260,
-      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.15 : 1] } },
+      // Half a bucket of room either side, so the first and last bars are drawn whole.
+      scales: {
+        x: { time: true, range: (_u, min, max) => [min - half, max + half] },
+        y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.15 : 1] },
+      },
       axes: [
         { stroke: fg, grid: { stroke: grid, width: 1 }, ticks: { stroke: grid } },
         {
@@ -305,7 +321,8 @@
       opts.series[1].paths = uPlot.paths.bars({ size: [0.4, 48], align: -1 });
       opts.series[2].paths = uPlot.paths.bars({ size: [0.4, 48], align: 1 });
     }
-    const data = [xs, ...perNetwork.map((s) => s.map((v) => Number(v) / 1e6))];
+    // An empty bucket is drawn as no bar (null), not as a bar of height 0.
+    const data = [xs, ...perNetwork.map((s) => s.map((v) => (v === 0n ? null : Number(v) / 1e6)))];
     state.charts.push(new uPlot(opts, data, el));
   }
 
@@ -416,16 +433,8 @@
       h("td", {}),
       h("td", {}),
     );
-    $("sales-table").replaceChildren(
-      h(
-        "caption",
-        { class: "muted small" },
-        `${state.by === "cid" ? "Per file" : "Per instruction"}; select a heading to sort.`,
-      ),
-      h("thead", {}, head),
-      h("tbody", {}, body),
-      h("tfoot", {}, foot),
-    );
+    $("sales-note").textContent = `${state.by === "cid" ? "Per file" : "Per instruction"}; select a heading to sort.`;
+    $("sales-table").replaceChildren(h("thead", {}, head), h("tbody", {}, body), h("tfoot", {}, foot));
   }
 
   function renderFunnel(data) {
