@@ -134,7 +134,7 @@ async function shoot(page: Page, name: string) {
     await page.screenshot({ path: join(shots, `dashboard-${name}-${label}.png`), fullPage: true });
     if (label === "mobile" && keepShots) {
       // A phone-sized page is long: also in screen-high pieces, to look at each at full size.
-      const tall = await page.evaluate(() => document.documentElement.scrollHeight);
+      const tall = (await page.evaluate("document.documentElement.scrollHeight")) as number;
       for (let y = 0, i = 1; y < tall; y += height, i++)
         await page.screenshot({
           path: join(shots, `dashboard-${name}-${label}-${i}.png`),

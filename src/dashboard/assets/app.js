@@ -433,7 +433,11 @@
       h("td", {}),
       h("td", {}),
     );
-    $("sales-note").textContent = `${state.by === "cid" ? "Per file" : "Per instruction"}; select a heading to sort.`;
+    $("sales-note").replaceChildren(
+      state.by === "cid" ? "Per file" : "Per instruction",
+      h("span", { class: "wide" }, "; select a heading to sort"),
+      ".",
+    );
     $("sales-table").replaceChildren(h("thead", {}, head), h("tbody", {}, body), h("tfoot", {}, foot));
   }
 
