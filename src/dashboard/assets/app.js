@@ -5,7 +5,14 @@
   const TOKEN_KEY = "cidgate.dashboard.token";
   const THEME_KEY = "cidgate.dashboard.theme";
   const $ = (id) => document.getElementById(id);
-  const state = { bucket: "day", network: "", by: "cid", sort: { key: "revenue", dir: -1 }, charts: [], data: {} };
+  const state = {
+    bucket: "day",
+    network: "",
+    by: "cid",
+    sort: { key: "revenue", dir: -1 },
+    charts: { revenue: [], sales: [] },
+    data: {},
+  };
 
   /** h("td", {class: "num"}, "text", childNode...) */
   function h(tag, attrs, ...children) {
@@ -123,8 +130,8 @@
   }
   function logout(message) {
     sessionStorage.removeItem(TOKEN_KEY);
-    for (const c of state.charts) c.destroy();
-    state.charts = [];
+    clearCharts("revenue");
+    clearCharts("sales");
     state.data = {};
     showLogin(message);
   }
@@ -192,24 +199,39 @@
     status(`Updated ${new Date().toLocaleTimeString()}`);
   }
 
-  async function loadStats() {
+  /** The three statistics reads in parallel, each view drawn as soon as its own answer is in. */
+  function loadStats() {
     const q = `bucket=${state.bucket}`;
-    try {
-      const [stats, rows, funnel] = await Promise.all([
-        api(`/v3/x402/stats?${q}`),
-        api(`/v3/x402/stats/breakdown?${q}&by=${state.by}&sort=revenue&limit=100`),
-        api(`/v3/x402/stats/breakdown?${q}&by=cid&sort=offers&limit=50`),
-      ]);
-      state.data.stats = { stats, rows, funnel };
-      state.data.statsError = undefined;
-    } catch (e) {
-      state.data.stats = undefined;
-      state.data.statsError =
-        e.status === 404
-          ? "Statistics are not available: this server does not offer GET /v3/x402/stats (it answered 404)."
-          : `Statistics could not be loaded: ${e.message}`;
-    }
+    const mine = {};
+    state.data.stats = mine;
+    state.data.statsError = undefined;
     renderStats();
+    const part = (name, path) =>
+      api(path).then(
+        (value) => {
+          if (state.data.stats !== mine) return; // a newer load replaced this one
+          mine[name] = value;
+          renderStats(name);
+        },
+        (e) => {
+          if (state.data.stats !== mine || state.data.statsError) return;
+          state.data.statsError =
+            e.status === 404
+              ? "Statistics are not available: this server does not offer GET /v3/x402/stats (it answered 404)."
+              : `Statistics could not be loaded: ${e.message}`;
+          renderStats();
+        },
+      );
+    return Promise.all([
+      part("stats", `/v3/x402/stats?${q}`),
+      part("rows", `/v3/x402/stats/breakdown?${q}&by=${state.by}&sort=revenue&limit=50`),
+      part("funnel", `/v3/x402/stats/breakdown?${q}&by=cid&sort=offers&limit=20`),
+    ]);
+  }
+
+  function clearCharts(section) {
+    for (const c of state.charts[section]) c.destroy();
+    state.charts[section] = [];
   }
 
   async function loadOverview() {
@@ -234,11 +256,30 @@
     for (const id of ["sales-table", "funnel-table"]) $(id).replaceChildren(h("caption", { class: "empty" }, message));
   }
 
-  function renderStats() {
-    for (const c of state.charts) c.destroy();
-    state.charts = [];
-    if (!state.data.stats) return statsUnavailable(state.data.statsError || "Loading…");
+  /** Draws one part of the statistics (`stats`, `rows`, `funnel`), or all of them. */
+  function renderStats(only) {
+    if (state.data.statsError || !state.data.stats) {
+      clearCharts("revenue");
+      clearCharts("sales");
+      return statsUnavailable(state.data.statsError || "Loading…");
+    }
     const { stats, rows, funnel } = state.data.stats;
+    const loading = (id) => $(id).replaceChildren(h("caption", { class: "empty" }, "Loading…"));
+    if (!only || only === "rows") {
+      clearCharts("sales");
+      if (rows) renderSales(rows);
+      else loading("sales-table");
+    }
+    if (!only || only === "funnel") {
+      if (funnel) renderFunnel(funnel);
+      else loading("funnel-table");
+    }
+    if (only && only !== "stats") return;
+    clearCharts("revenue");
+    if (!stats) {
+      $("revenue-chart").replaceChildren(h("p", { class: "empty" }, "Loading…"));
+      return;
+    }
     const total = revenueOf(stats.totals.revenue);
     const range = `${stats.from.slice(0, 10)} to ${new Date(Date.parse(stats.to) - 1).toISOString().slice(0, 10)}`;
     $("summary").replaceChildren(
@@ -251,8 +292,6 @@
     $("revenue-note").textContent =
       `${range}, per ${stats.bucket} (UTC)${state.network ? `, ${state.network} only` : ", every network"}.`;
     drawRevenue(stats);
-    renderSales(rows, stats);
-    renderFunnel(funnel);
   }
 
   function stat(label, value, id) {
@@ -323,7 +362,7 @@
     }
     // An empty bucket is drawn as no bar (null), not as a bar of height 0.
     const data = [xs, ...perNetwork.map((s) => s.map((v) => (v === 0n ? null : Number(v) / 1e6)))];
-    state.charts.push(new uPlot(opts, data, el));
+    state.charts.revenue.push(new uPlot(opts, data, el));
   }
 
   function spark(series) {
@@ -345,7 +384,7 @@
         [xs, series],
         el,
       );
-      state.charts.push(chart);
+      state.charts.sales.push(chart);
     });
     return el;
   }
@@ -364,7 +403,7 @@
     { key: "conversion", label: () => "Conversion", num: true, get: (r) => r.conversion ?? -1 },
   ];
 
-  function renderSales(data, stats) {
+  function renderSales(data) {
     const rows = [...data.rows];
     const col = SALES_COLUMNS.find((c) => c.key === state.sort.key) || SALES_COLUMNS[2];
     rows.sort((a, b) => {
@@ -390,7 +429,8 @@
               class: "sort",
               onclick: () => {
                 state.sort = { key: c.key, dir: state.sort.key === c.key ? -state.sort.dir : c.num ? -1 : 1 };
-                renderSales(data, stats);
+                clearCharts("sales");
+                renderSales(data);
                 $("sales-table").querySelector(`th[aria-sort]:not([aria-sort="none"]) button`)?.focus();
               },
             },
