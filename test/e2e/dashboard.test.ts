@@ -23,6 +23,7 @@ import { createToken } from "../../src/http/auth";
 import { verifySignature } from "../../src/notifications/signature";
 import { startReceiver } from "../notifications/support";
 import { browserAvailable, type LaunchedBrowser, launchBrowser } from "../support/browser";
+import { eventually } from "../support/eventually";
 import { createTestStack, STACK_JWT_SECRET, type TestStack } from "./stack";
 
 const RUN = browserAvailable("dashboard");
@@ -84,25 +85,25 @@ async function buy(buyer: number, file: string) {
   return wrapFetchWithPayment(fetch, signer as never, PRICE)(url(file));
 }
 
-/** Polls what the page shows until `ok` holds (the page loads asynchronously); fails naming what it last saw. */
-async function eventually<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> {
+/** Waits (test/support/eventually.ts) until what the page shows passes `ok`; the failure says what it last saw. */
+async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, what: string): Promise<T> {
   let last: T | undefined;
-  for (let i = 0; i < 300; i++) {
-    last = await read();
-    if (ok(last)) return last;
-    await Bun.sleep(50);
+  try {
+    await eventually(async () => ok((last = await read())), what);
+  } catch (e) {
+    throw new Error(`${(e as Error).message}; last saw ${JSON.stringify(last)}`);
   }
-  throw new Error(`${what}: last saw ${JSON.stringify(last)}`);
+  return last as T;
 }
 
 const visible = (page: Page, selector: string) =>
-  eventually(
+  until(
     () => page.locator(selector).isVisible(),
     (v) => v,
     `${selector} visible`,
   );
 const text = (page: Page, selector: string, want: string | RegExp) =>
-  eventually(
+  until(
     () =>
       page
         .locator(selector)
@@ -112,13 +113,13 @@ const text = (page: Page, selector: string, want: string | RegExp) =>
     `${selector} shows ${want}`,
   );
 const count = (page: Page, selector: string, n: number) =>
-  eventually(
+  until(
     () => page.locator(selector).count(),
     (c) => c === n,
     `${n} of ${selector}`,
   );
 const attr = (page: Page, selector: string, name: string, want: string) =>
-  eventually(
+  until(
     () => page.locator(selector).getAttribute(name),
     (v) => v === want,
     `${selector}[${name}=${want}]`,
