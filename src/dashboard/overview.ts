@@ -6,6 +6,7 @@
  */
 import { NETWORKS, type NetworkName, usdcAddress } from "../chain/networks";
 import type { ContentStore } from "../content/store";
+import type { EntitlementStore } from "../entitlements/store";
 import type { InstructionStore } from "../instructions/store";
 import { isUnconfirmed, type Payment, type PaymentStore, UNCONFIRMED } from "../ledger/store";
 import type { NotificationStore } from "../notifications/store";
@@ -48,6 +49,8 @@ export interface OverviewDeps {
   content: Pick<ContentStore, "list">;
   instructions: Pick<InstructionStore, "get">;
   notifications: Pick<NotificationStore, "counts" | "listWebhooks">;
+  /** The newest active entitlements, whose files and instructions the page names. */
+  entitlements: Pick<EntitlementStore, "list">;
   pricing?: Pick<Pricing, "status">;
   settings: Pick<Settings, "usdcAddressBase" | "usdcAddressBaseSepolia" | "configDir" | "facilitatorTimeoutMs">;
 }
@@ -88,6 +91,15 @@ export function createOverview(deps: OverviewDeps) {
       const pending = deps.payments
         .list({ state: "pending" }, { limit: 100 })
         .items.map((p) => wire(p, paths, staleBefore));
+      // Names for what the page shows (payments, the entitlements table), not the whole content folder.
+      const nowSeconds = Math.floor(now / 1000);
+      const granted = deps.entitlements.list({ active: true, now: nowSeconds }, { limit: 50 }).items;
+      const shown = [...recent, ...pending];
+      const cids = new Set([...shown.map((p) => p.cid), ...granted.flatMap((e) => (e.cid ? [e.cid] : []))]);
+      const instructionIds = new Set([
+        ...shown.map((p) => p.payment_instruction_id),
+        ...granted.map((e) => e.instructionId),
+      ]);
       const reload = deps.pricing?.status().lastReload;
       const dir = deps.settings.configDir;
       const webhooks = deps.notifications.counts();
@@ -113,7 +125,7 @@ export function createOverview(deps: OverviewDeps) {
           webhooks: { ...webhooks, configured: deps.notifications.listWebhooks().length },
         },
         instruction_names: Object.fromEntries(
-          [...new Set([...recent, ...pending].map((p) => p.payment_instruction_id))].map((id) => {
+          [...instructionIds].map((id) => {
             try {
               return [id, deps.instructions.get(id).name];
             } catch {
@@ -121,7 +133,7 @@ export function createOverview(deps: OverviewDeps) {
             }
           }),
         ),
-        paths: Object.fromEntries(paths),
+        paths: Object.fromEntries([...cids].flatMap((c) => (paths.has(c) ? [[c, paths.get(c)]] : []))),
       };
     },
   };

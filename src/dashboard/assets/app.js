@@ -238,6 +238,8 @@
     try {
       state.data.overview = await api("/v3/x402/dashboard/overview");
       renderOverview();
+      // The entitlements table names files and instructions from the overview, whichever came first.
+      if (state.data.entitlements) renderEntitlements(state.data.entitlements);
     } catch (e) {
       if (e.status !== 401)
         $("attention-list").replaceChildren(h("li", { class: "error" }, `Could not load: ${e.message}`));
@@ -664,6 +666,7 @@
   async function loadEntitlements() {
     try {
       const data = await api("/v3/x402/entitlements?active=true&limit=50");
+      state.data.entitlements = data.entitlements;
       renderEntitlements(data.entitlements);
     } catch (e) {
       if (e.status !== 401)
