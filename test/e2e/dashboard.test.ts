@@ -163,6 +163,11 @@ describe.if(RUN)("the dashboard in chromium", () => {
     page.on("pageerror", (e) => {
       throw e;
     });
+    // Nothing the CSP blocks, no script error: the console stays clean (a 401 on purpose is the one expected line).
+    const consoleErrors: string[] = [];
+    page.on("console", (m) => {
+      if (m.type() === "error" && !m.text().includes("401")) consoleErrors.push(m.text());
+    });
     const thirdParty: string[] = [];
     page.on("request", (r) => {
       if (!r.url().startsWith(stack.url)) thirdParty.push(r.url());
@@ -277,6 +282,7 @@ describe.if(RUN)("the dashboard in chromium", () => {
     await visible(page, "#login");
 
     expect(thirdParty).toEqual([]);
+    expect(consoleErrors).toEqual([]);
     await page.close();
   }, 180_000);
 
