@@ -105,13 +105,15 @@ async function main() {
   const insertFunnel = db.sqlite.prepare(
     "INSERT INTO funnel_hourly (cid, hour, instruction_id, offers, proofs) VALUES (?, ?, ?, ?, ?)",
   );
-  const insertFunnelTotal = db.sqlite.prepare(
-    "INSERT INTO funnel_totals_hourly (hour, instruction_id, offers, proofs) VALUES (?, ?, ?, ?)",
+  const insertFunnelInstruction = db.sqlite.prepare(
+    "INSERT INTO funnel_instruction_hourly (instruction_id, hour, offers, proofs) VALUES (?, ?, ?, ?)",
   );
+  const insertFunnelShop = db.sqlite.prepare("INSERT INTO funnel_shop_hourly (hour, offers, proofs) VALUES (?, ?, ?)");
   const nowIso = new Date(now).toISOString();
   const reqJson = JSON.stringify([{ network: "base-sepolia", asset: USDC, pay_to: PAY_TO, amount: "10000" }]);
   const funnel = new Map<string, [number, number]>();
   const funnelTotals = new Map<string, [number, number]>();
+  const funnelShop = new Map<string, [number, number]>();
   const ids: number[] = [];
   db.sqlite.transaction(() => {
     instructionIds.forEach((id, i) => {
@@ -158,6 +160,10 @@ async function main() {
       t[0] += offers;
       t[1] += proofs;
       funnelTotals.set(tk, t);
+      const s = funnelShop.get(hour) ?? [0, 0];
+      s[0] += offers;
+      s[1] += proofs;
+      funnelShop.set(hour, s);
     }
     for (const [k, [o, p]] of funnel) {
       const [cid, hour, instructionId] = k.split("|");
@@ -165,8 +171,9 @@ async function main() {
     }
     for (const [k, [o, p]] of funnelTotals) {
       const [hour, instructionId] = k.split("|");
-      insertFunnelTotal.run(hour, instructionId, o, p);
+      insertFunnelInstruction.run(instructionId, hour, o, p);
     }
+    for (const [hour, [o, p]] of funnelShop) insertFunnelShop.run(hour, o, p);
   })();
   const tSeeded = performance.now();
   db.sqlite.exec("PRAGMA wal_checkpoint(TRUNCATE)");
@@ -174,7 +181,11 @@ async function main() {
   console.log(
     `inserts ${((tSeeded - t0) / 1000).toFixed(1)} s, checkpoint + ANALYZE ${((performance.now() - tSeeded) / 1000).toFixed(1)} s`,
   );
-  const rollupRows = db.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM sales_hourly").get()!.n;
+  const rollupRows = db.sqlite
+    .query<{ n: number }, []>(
+      "SELECT (SELECT count(*) FROM sales_hourly) + (SELECT count(*) FROM sales_instruction_hourly) AS n",
+    )
+    .get()!.n;
   db.sqlite.close();
   const sizeMb = Bun.file(dbPath).size / 1024 / 1024;
   console.log(

@@ -14,7 +14,9 @@ const item = (cid: string, id = "0190a000-0000-7000-8000-000000000001") => ({ ci
 const rows = (db: ReturnType<typeof openDb>) =>
   db.sqlite.query("SELECT cid, hour, offers, proofs FROM funnel_hourly ORDER BY hour, cid").all();
 const totals = (db: ReturnType<typeof openDb>) =>
-  db.sqlite.query("SELECT hour, instruction_id, offers, proofs FROM funnel_totals_hourly ORDER BY hour").all();
+  db.sqlite.query("SELECT hour, instruction_id, offers, proofs FROM funnel_instruction_hourly ORDER BY hour").all();
+const shop = (db: ReturnType<typeof openDb>) =>
+  db.sqlite.query("SELECT hour, offers, proofs FROM funnel_shop_hourly ORDER BY hour").all();
 
 afterEach(() => setSystemTime());
 
@@ -46,6 +48,10 @@ describe("funnel counters", () => {
       { hour: "2026-03-01T10", instruction_id: a.instruction.id, offers: 2, proofs: 1 },
       { hour: "2026-03-01T11", instruction_id: a.instruction.id, offers: 3, proofs: 0 },
     ]);
+    expect(shop(db)).toEqual([
+      { hour: "2026-03-01T10", offers: 2, proofs: 1 },
+      { hour: "2026-03-01T11", offers: 3, proofs: 0 },
+    ]);
     expect(counters.totals()).toEqual({ offers: 5, proofs: 1 });
     db.sqlite.close();
   });
@@ -54,10 +60,10 @@ describe("funnel counters", () => {
     const db = openDb(":memory:");
     const counters = createFunnelCounters(db.sqlite);
     counters.offer(item("bafya"));
-    db.sqlite.exec("ALTER TABLE funnel_totals_hourly RENAME TO away");
+    db.sqlite.exec("ALTER TABLE funnel_shop_hourly RENAME TO away");
     expect(() => counters.flush()).toThrow();
-    expect(rows(db)).toEqual([]); // rolled back, both tables
-    db.sqlite.exec("ALTER TABLE away RENAME TO funnel_totals_hourly");
+    expect(rows(db)).toEqual([]); // rolled back, every table
+    db.sqlite.exec("ALTER TABLE away RENAME TO funnel_shop_hourly");
     counters.offer(item("bafya"));
     counters.flush();
     expect(rows(db)).toMatchObject([{ cid: "bafya", offers: 2 }]);
