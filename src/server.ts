@@ -20,7 +20,7 @@ import { reportReloadFailures } from "./notifications/hooks";
 import { preparePricing } from "./pricing/boot";
 import { startWatchers } from "./pricing/watch";
 import type { Settings } from "./settings";
-import { countRequests, countRoute } from "./stats/observe";
+import { requestCounter } from "./stats/observe";
 import { createStores, type Stores } from "./stores";
 
 export interface ServerOptions {
@@ -117,9 +117,9 @@ export async function startServer(options: ServerOptions) {
   const { metrics } = stats;
   server.reload({
     routes: gatewayRoutes(gateway, (handler, path) =>
-      withRequestLog(countRoute(handler, metrics, "/x402/cid/:cid"), log, path),
+      withRequestLog(handler, log, path, metrics.requestCounter("/x402/cid/:cid")),
     ),
-    fetch: withRequestLog(countRequests(withRoutableOrigin(app.fetch), metrics), log),
+    fetch: withRequestLog(withRoutableOrigin(app.fetch), log, undefined, requestCounter(metrics)),
     error: lastResort,
   });
   stats.start();

@@ -150,41 +150,71 @@ export const paymentIdentifiers = sqliteTable("payment_identifiers", {
   createdAt: text("created_at").notNull(),
 });
 
-/**
- * Owned by stats/ (src/stats/sales.ts reads it), written ONLY by the SQLite
- * triggers on `payments` in drizzle/0006_stats.sql: settled sales and revenue
- * per hour (of the payment's `created_at`, "YYYY-MM-DDTHH", UTC), instruction,
- * network and asset. The triggers run inside the statement that changes a
- * payment, so the rollup commits or rolls back with it and agrees with the
- * ledger whoever writes the ledger (test/stats/rollup.test.ts checks it).
- * What makes revenue totals and a month of stats cheap at a million payments.
+/** The columns of a sales rollup row: settled sales and their amounts. */
+const salesColumns = () => ({
+  sales: integer("sales").notNull(),
+  /**
+   * Sum of the settled amounts of up to 15 digits (< $1e9 each), smallest unit: 64-bit, so a row
+   * would need 9,000 payments of $1e9 to overflow it.
+   */
+  amount: integer("amount").notNull(),
+  /** Settled payments of 16 digits or more, not in `amount`: a read that meets one sums the ledger instead. */
+  oversized: integer("oversized").notNull().default(0),
+});
+
+/*
+ * The sales rollups, read by stats/queries.ts, written ONLY by the SQLite
+ * triggers on `payments` in drizzle/0006_stats.sql. A payment counts while it
+ * is settled, in the hour of its `created_at` ("YYYY-MM-DDTHH", UTC). The
+ * triggers run inside the statement that changes a payment, so the rollups
+ * commit or roll back with it and agree with the ledger whoever writes the
+ * ledger (test/stats/rollup.test.ts checks it). Three grains, so that each
+ * question reads few rows at a million payments: the whole shop per hour,
+ * one instruction per hour, and all time per instruction.
  */
 export const salesHourly = sqliteTable(
   "sales_hourly",
   {
     hour: text("hour").notNull(),
-    instructionId: text("instruction_id").notNull(),
     network: text("network").notNull(),
     asset: text("asset").notNull(),
-    sales: integer("sales").notNull(),
-    /**
-     * Sum of the settled amounts of up to 15 digits (< $1e9 each), smallest unit: 64-bit, so an hour
-     * would need 9,000 payments of $1e9 to overflow it.
-     */
-    amount: integer("amount").notNull(),
-    /** Settled payments of 16 digits or more, not in `amount`: a read that meets one sums the ledger instead. */
-    oversized: integer("oversized").notNull().default(0),
+    ...salesColumns(),
+  },
+  (t) => [primaryKey({ columns: [t.hour, t.network, t.asset] })],
+);
+
+export const salesInstructionHourly = sqliteTable(
+  "sales_instruction_hourly",
+  {
+    instructionId: text("instruction_id").notNull(),
+    hour: text("hour").notNull(),
+    network: text("network").notNull(),
+    asset: text("asset").notNull(),
+    ...salesColumns(),
   },
   (t) => [
-    primaryKey({ columns: [t.hour, t.instructionId, t.network, t.asset] }),
-    index("sales_hourly_instruction").on(t.instructionId, t.hour),
+    primaryKey({ columns: [t.instructionId, t.hour, t.network, t.asset] }),
+    index("sales_instruction_hourly_hour").on(t.hour),
   ],
 );
 
-/**
- * Owned by stats/counters.ts, its only writer: 402 offers shown and payment
- * proofs presented per hour and CID, added from in-memory counters every few
- * seconds and at a clean stop (the 402 path never writes to SQLite).
+export const salesTotals = sqliteTable(
+  "sales_totals",
+  {
+    instructionId: text("instruction_id").notNull(),
+    network: text("network").notNull(),
+    asset: text("asset").notNull(),
+    ...salesColumns(),
+  },
+  (t) => [primaryKey({ columns: [t.instructionId, t.network, t.asset] })],
+);
+
+/*
+ * Owned by stats/counters.ts, their only writer: 402 offers shown and payment
+ * proofs presented, added from in-memory counters every few seconds and at a
+ * clean stop (the 402 path never writes to SQLite), all three in one
+ * transaction: per hour and CID, per hour and instruction, per hour for the
+ * whole shop (so a month of the shop reads ~720 rows, not one per CID).
  */
 export const funnelHourly = sqliteTable(
   "funnel_hourly",
@@ -198,24 +228,22 @@ export const funnelHourly = sqliteTable(
   (t) => [primaryKey({ columns: [t.cid, t.hour, t.instructionId] }), index("funnel_hourly_hour").on(t.hour)],
 );
 
-/**
- * Owned by stats/counters.ts, written in the same transaction as
- * funnel_hourly: the same counts summed over CIDs, per hour and instruction,
- * so the whole shop's funnel over a month reads ~720 rows, not one per CID.
- */
-export const funnelTotalsHourly = sqliteTable(
-  "funnel_totals_hourly",
+export const funnelInstructionHourly = sqliteTable(
+  "funnel_instruction_hourly",
   {
-    hour: text("hour").notNull(),
     instructionId: text("instruction_id").notNull(),
+    hour: text("hour").notNull(),
     offers: integer("offers").notNull(),
     proofs: integer("proofs").notNull(),
   },
-  (t) => [
-    primaryKey({ columns: [t.hour, t.instructionId] }),
-    index("funnel_totals_instruction").on(t.instructionId, t.hour),
-  ],
+  (t) => [primaryKey({ columns: [t.instructionId, t.hour] }), index("funnel_instruction_hourly_hour").on(t.hour)],
 );
+
+export const funnelShopHourly = sqliteTable("funnel_shop_hourly", {
+  hour: text("hour").primaryKey(),
+  offers: integer("offers").notNull(),
+  proofs: integer("proofs").notNull(),
+});
 
 /**
  * Owned by notifications/store.ts. Where webhooks go: declared in a pricing

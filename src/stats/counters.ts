@@ -1,8 +1,8 @@
 /**
  * Offers (402 answers) and proofs (payments presented) per hour and CID:
- * counted in memory on the request path, added to funnel_hourly and
- * funnel_totals_hourly (this module is their only writer) every few seconds
- * and at a clean stop. The 402 path is the hot one (~9 us of server CPU on
+ * counted in memory on the request path, added to funnel_hourly,
+ * funnel_instruction_hourly and funnel_shop_hourly (this module is their
+ * only writer) every few seconds and at a clean stop. The 402 path is the hot one (~9 us of server CPU on
  * a quiet machine): counting one costs a Date.now() and a Map lookup, never
  * a write to SQLite (docs/BENCHMARKS.md "Stats").
  *
@@ -43,8 +43,12 @@ export function createFunnelCounters(sqlite: Database, options: { flushIntervalM
     `INSERT INTO funnel_hourly (cid, hour, instruction_id, offers, proofs) VALUES (?1, ?2, ?3, ?4, ?5)
      ON CONFLICT DO UPDATE SET offers = offers + excluded.offers, proofs = proofs + excluded.proofs`,
   );
-  const addTotal = sqlite.prepare(
-    `INSERT INTO funnel_totals_hourly (hour, instruction_id, offers, proofs) VALUES (?1, ?2, ?3, ?4)
+  const addInstruction = sqlite.prepare(
+    `INSERT INTO funnel_instruction_hourly (instruction_id, hour, offers, proofs) VALUES (?1, ?2, ?3, ?4)
+     ON CONFLICT DO UPDATE SET offers = offers + excluded.offers, proofs = proofs + excluded.proofs`,
+  );
+  const addShop = sqlite.prepare(
+    `INSERT INTO funnel_shop_hourly (hour, offers, proofs) VALUES (?1, ?2, ?3)
      ON CONFLICT DO UPDATE SET offers = offers + excluded.offers, proofs = proofs + excluded.proofs`,
   );
 
@@ -93,18 +97,24 @@ export function createFunnelCounters(sqlite: Database, options: { flushIntervalM
     return [...rows.values()];
   }
 
+  /** The three grains in one transaction: per CID, summed per instruction, summed for the shop. */
   const write = sqlite.transaction((rows: FunnelRow[]) => {
-    const totals = new Map<string, FunnelRow>();
-    for (const r of rows) {
-      addByCid.run(r.cid, r.hour, r.instructionId, r.offers, r.proofs);
-      const key = `${r.hour}|${r.instructionId}`;
-      const t = totals.get(key);
+    const byInstruction = new Map<string, FunnelRow>();
+    const byHour = new Map<string, FunnelRow>();
+    const sum = (into: Map<string, FunnelRow>, key: string, r: FunnelRow) => {
+      const t = into.get(key);
       if (t) {
         t.offers += r.offers;
         t.proofs += r.proofs;
-      } else totals.set(key, { ...r });
+      } else into.set(key, { ...r });
+    };
+    for (const r of rows) {
+      addByCid.run(r.cid, r.hour, r.instructionId, r.offers, r.proofs);
+      sum(byInstruction, `${r.hour}|${r.instructionId}`, r);
+      sum(byHour, r.hour, r);
     }
-    for (const t of totals.values()) addTotal.run(t.hour, t.instructionId, t.offers, t.proofs);
+    for (const t of byInstruction.values()) addInstruction.run(t.instructionId, t.hour, t.offers, t.proofs);
+    for (const t of byHour.values()) addShop.run(t.hour, t.offers, t.proofs);
   });
 
   /** Writes every count gathered so far (one transaction) and starts afresh. */

@@ -79,8 +79,6 @@ export function observePurchase(
   };
 }
 
-type Fetch = (request: Request) => Response | Promise<Response>;
-
 /** A literal path segment (kept in the route label); anything else is an id (":id"). */
 const LITERAL = /^[a-z][a-z0-9_-]{0,31}$/;
 
@@ -107,41 +105,20 @@ function pathOf(url: string): string {
   return query < 0 ? url.slice(start) : url.slice(start, query);
 }
 
-/** Counts each answer of a handler whose route is known (the gateway's routes on Bun's router). */
-export function countRoute(handler: Fetch, metrics: Metrics, route: string): Fetch {
-  const count = metrics.requestCounter(route);
-  return (request) => {
-    const answer = handler(request);
-    if (answer instanceof Promise)
-      return answer.then((response) => {
-        count(response.status);
-        return response;
-      });
-    count(answer.status);
-    return answer;
-  };
-}
-
 /**
- * Counts each answer of the app's fetch by its route label; a 404 is
- * counted as "unmatched" (a scan of random paths must not make labels).
+ * The request counter of the server's fetch (withRequestLog's `count`): by
+ * route label; a 404 is counted as "unmatched" (a scan of random paths must
+ * not make labels).
  */
-export function countRequests(handler: Fetch, metrics: Metrics): Fetch {
+export function requestCounter(metrics: Metrics): (status: number, request: Request) => void {
   const counters = new Map<string, (status: number) => void>();
-  const countFor = (route: string) => {
-    let c = counters.get(route);
-    if (!c) {
-      c = metrics.requestCounter(route);
-      if (counters.size < 256) counters.set(route, c);
+  return (status, request) => {
+    const route = status === 404 ? "unmatched" : routeLabel(pathOf(request.url));
+    let count = counters.get(route);
+    if (!count) {
+      count = metrics.requestCounter(route);
+      if (counters.size < 256) counters.set(route, count);
     }
-    return c;
-  };
-  const finish = (request: Request, response: Response) => {
-    countFor(response.status === 404 ? "unmatched" : routeLabel(pathOf(request.url)))(response.status);
-    return response;
-  };
-  return (request) => {
-    const answer = handler(request);
-    return answer instanceof Promise ? answer.then((r) => finish(request, r)) : finish(request, answer);
+    count(status);
   };
 }

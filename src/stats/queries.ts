@@ -1,7 +1,7 @@
 /**
  * The statistics' reads, as raw prepared statements (bun:sqlite caches each
- * SQL text): the rollups (sales_hourly, funnel_totals_hourly, funnel_hourly)
- * for whole hours, the payments table for one CID's sales and for the
+ * SQL text): the rollups (sales_*, funnel_*; schema.ts says which grain
+ * answers what) for whole hours, the payments table for one CID's sales and for the
  * uneven edges of a time range. Nothing here writes.
  *
  * Amounts are summed by SQLite as 64-bit integers and read as text: exact,
@@ -59,16 +59,21 @@ function exact<R extends { amount: string; big?: string | null }>(rows: R[]): R[
 export function createStatsQueries(sqlite: Database) {
   const q = <R>(text: string) => sqlite.query<R, Record<string, string>>(text);
 
-  /** Settled sales per hour (and per `by`) over a range: the rollup, or the payments of one CID. */
+  /**
+   * Settled sales per hour (and per `by`) over a range: the shop's or an
+   * instruction's rollup, or the payments of one CID (or of every CID, by=cid).
+   */
   function sales(range: HourRange, by: "none" | "cid" | "instruction" = "none"): SalesRow[] {
     const params: Record<string, string> = { from: range.fromHour, to: range.toHour };
     if (range.instructionId) params.instruction = range.instructionId;
     if (range.cid === undefined && by !== "cid") {
+      const perInstruction = by === "instruction" || range.instructionId !== undefined;
       const key = by === "instruction" ? "instruction_id" : "''";
       const rows = q<SalesRow & { oversized: number }>(
         `SELECT hour, ${key} AS key, network, asset, sum(sales) AS sales, cast(sum(amount) AS text) AS amount,
                 sum(oversized) AS oversized
-         FROM sales_hourly WHERE hour >= $from AND hour < $to${range.instructionId ? " AND instruction_id = $instruction" : ""}
+         FROM ${perInstruction ? "sales_instruction_hourly" : "sales_hourly"}
+         WHERE ${range.instructionId ? "instruction_id = $instruction AND " : ""}hour >= $from AND hour < $to
          GROUP BY 1, 2, 3, 4 HAVING sum(sales) <> 0`,
       ).all(params);
       // An amount too long for the rollup's sum in the range: the ledger's exact sum instead.
@@ -89,15 +94,19 @@ export function createStatsQueries(sqlite: Database) {
     );
   }
 
-  /** Offers and proofs per hour (and per `by`) over a range, as flushed. */
+  /** Offers and proofs per hour (and per `by`) over a range, as flushed: the shop's, an instruction's or a CID's. */
   function funnel(range: HourRange, by: "none" | "cid" | "instruction" = "none"): FunnelHourRow[] {
     const params: Record<string, string> = { from: range.fromHour, to: range.toHour };
     if (range.instructionId) params.instruction = range.instructionId;
     const instruction = range.instructionId ? " AND instruction_id = $instruction" : "";
     if (range.cid === undefined && by !== "cid") {
+      if (by === "none" && !range.instructionId)
+        return q<FunnelHourRow>(
+          `SELECT hour, '' AS key, offers, proofs FROM funnel_shop_hourly WHERE hour >= $from AND hour < $to`,
+        ).all(params);
       const key = by === "instruction" ? "instruction_id" : "''";
       return q<FunnelHourRow>(
-        `SELECT hour, ${key} AS key, sum(offers) AS offers, sum(proofs) AS proofs FROM funnel_totals_hourly
+        `SELECT hour, ${key} AS key, sum(offers) AS offers, sum(proofs) AS proofs FROM funnel_instruction_hourly
          WHERE hour >= $from AND hour < $to${instruction} GROUP BY 1, 2`,
       ).all(params);
     }
@@ -140,7 +149,19 @@ export function createStatsQueries(sqlite: Database) {
         ),
       );
     };
-    if (wholeFrom !== undefined && wholeTo !== undefined && wholeFrom >= wholeTo) {
+    if (wholeFrom === undefined && wholeTo === undefined) {
+      // All time: the all-time rollup, a row per instruction, network and asset.
+      parts.push(
+        ...q<{ network: string; asset: string; sales: number; amount: string; oversized: number }>(
+          `SELECT network, asset, sum(sales) AS sales, cast(sum(amount) AS text) AS amount, sum(oversized) AS oversized
+           FROM sales_totals${f.instructionId ? " WHERE instruction_id = $instruction" : ""} GROUP BY 1, 2`,
+        ).all(base),
+      );
+      if (parts.some((p) => (p.oversized ?? 0) > 0)) {
+        parts.length = 0;
+        ledger(undefined, undefined);
+      }
+    } else if (wholeFrom !== undefined && wholeTo !== undefined && wholeFrom >= wholeTo) {
       ledger(f.from, f.to); // within one hour: the ledger alone
     } else {
       const params = { ...base };
@@ -158,7 +179,7 @@ export function createStatsQueries(sqlite: Database) {
       parts.push(
         ...q<{ network: string; asset: string; sales: number; amount: string }>(
           `SELECT network, asset, sum(sales) AS sales, cast(sum(amount) AS text) AS amount, sum(oversized) AS oversized
-           FROM sales_hourly WHERE ${where}${instruction} GROUP BY 1, 2`,
+           FROM ${f.instructionId ? "sales_instruction_hourly" : "sales_hourly"} WHERE ${where}${instruction} GROUP BY 1, 2`,
         ).all(params),
       );
       // An amount too long for the rollup's sum in the range: the ledger's exact sum of all of it instead.
@@ -189,7 +210,7 @@ export function createStatsQueries(sqlite: Database) {
 
   /** Settled revenue per network and asset since the ledger began: the /metrics revenue counters. */
   const revenueStatement = sqlite.query<{ network: string; asset: string; sales: number; amount: string }, []>(
-    "SELECT network, asset, sum(sales) AS sales, cast(sum(amount) AS text) AS amount FROM sales_hourly GROUP BY 1, 2 HAVING sum(sales) <> 0",
+    "SELECT network, asset, sum(sales) AS sales, cast(sum(amount) AS text) AS amount FROM sales_totals GROUP BY 1, 2 HAVING sum(sales) <> 0",
   );
   const revenue = () => revenueStatement.all();
 

@@ -107,6 +107,8 @@ export async function createTestStack(options: StackOptions) {
       settings,
       devnet,
       facilitator,
+      /** Offer and proof counters, reports and metrics (src/stats/service.ts). */
+      stats: running.stats,
       instruction,
       cids,
       balanceOf,

@@ -1,5 +1,6 @@
 /**
- * The sales rollup (sales_hourly, kept by triggers on payments) agrees with
+ * The sales rollups (sales_hourly, sales_instruction_hourly, sales_totals,
+ * kept by triggers on payments) agree with
  * the ledger after random inserts and state changes, whoever makes them: the
  * ledger store's claims and marks, and raw writes standing in for other
  * writers (a settled row reversed, failed rows pruned, a row's time moved).
@@ -29,11 +30,12 @@ const START = Date.parse("2026-01-01T00:00:00.000Z");
 const INSTRUCTIONS = ["0190a000-0000-7000-8000-00000000000a", "0190a000-0000-7000-8000-00000000000b"];
 const NETWORKS = ["base", "base-sepolia"];
 
-function ledgerRollup(rows: Payment[]) {
+/** What a rollup of these key columns must hold, computed from the rows themselves. */
+function ledgerRollup(rows: Payment[], keyOf: (p: Payment) => string) {
   const out = new Map<string, { sales: number; amount: bigint }>();
   for (const p of rows) {
     if (p.state !== "settled") continue;
-    const k = `${p.createdAt.slice(0, 13)}|${p.instructionId}|${p.network}|${p.asset}`;
+    const k = keyOf(p);
     const v = out.get(k) ?? { sales: 0, amount: 0n };
     v.sales++;
     v.amount += BigInt(p.amount);
@@ -41,6 +43,25 @@ function ledgerRollup(rows: Payment[]) {
   }
   return out;
 }
+
+/** The three rollups (schema.ts) and their keys, in SQL and from a row. */
+const ROLLUPS = [
+  {
+    table: "sales_hourly",
+    key: "hour || '|' || network || '|' || asset",
+    of: (p: Payment) => `${p.createdAt.slice(0, 13)}|${p.network}|${p.asset}`,
+  },
+  {
+    table: "sales_instruction_hourly",
+    key: "instruction_id || '|' || hour || '|' || network || '|' || asset",
+    of: (p: Payment) => `${p.instructionId}|${p.createdAt.slice(0, 13)}|${p.network}|${p.asset}`,
+  },
+  {
+    table: "sales_totals",
+    key: "instruction_id || '|' || network || '|' || asset",
+    of: (p: Payment) => `${p.instructionId}|${p.network}|${p.asset}`,
+  },
+];
 
 function ledgerTotals(rows: Payment[], from?: string, to?: string, instructionId?: string) {
   const out = new Map<string, { network: string; asset: string; amount: bigint; count: number }>();
@@ -137,18 +158,20 @@ describe("the sales rollup agrees with the ledger", () => {
 
         if (step % 100 === 99) {
           const rows = all();
-          const expected = ledgerRollup(rows);
-          const rollup = db.sqlite
-            .query<{ k: string; sales: number; amount: number; oversized: number }, []>(
-              "SELECT hour || '|' || instruction_id || '|' || network || '|' || asset AS k, sales, amount, oversized FROM sales_hourly WHERE sales <> 0",
-            )
-            .all();
-          expect(rollup.length).toBe(expected.size);
-          for (const r of rollup) {
-            const e = expected.get(r.k);
-            expect(e?.sales).toBe(r.sales);
-            // Oversized amounts are counted, not summed, by the rollup; reads then use the ledger.
-            if (r.oversized === 0) expect(BigInt(r.amount)).toBe(e?.amount ?? -1n);
+          for (const rollup of ROLLUPS) {
+            const expected = ledgerRollup(rows, rollup.of);
+            const held = db.sqlite
+              .query<{ k: string; sales: number; amount: number; oversized: number }, []>(
+                `SELECT ${rollup.key} AS k, sales, amount, oversized FROM ${rollup.table} WHERE sales <> 0`,
+              )
+              .all();
+            expect(held.length).toBe(expected.size);
+            for (const r of held) {
+              const e = expected.get(r.k);
+              expect(e?.sales).toBe(r.sales);
+              // Oversized amounts are counted, not summed, by the rollup; reads then use the ledger.
+              if (r.oversized === 0) expect(BigInt(r.amount)).toBe(e?.amount ?? -1n);
+            }
           }
           // Totals over uneven ranges, either end open, one instruction or all.
           for (let i = 0; i < 20; i++) {
@@ -164,12 +187,18 @@ describe("the sales rollup agrees with the ledger", () => {
           // Hourly sales as the stats read them: the same figures per hour.
           const fromHour = isoAt(START + 10 * HOUR).slice(0, 13);
           const toHour = isoAt(START + 50 * HOUR).slice(0, 13);
-          const sales = queries.sales({ fromHour, toHour });
+          const instructionId = pick(INSTRUCTIONS);
+          const sales = queries.sales({ fromHour, toHour, instructionId });
           const byHour = new Map<string, bigint>();
           for (const s of sales) byHour.set(s.hour, (byHour.get(s.hour) ?? 0n) + BigInt(s.amount));
           const expectedByHour = new Map<string, bigint>();
           for (const p of rows)
-            if (p.state === "settled" && p.createdAt.slice(0, 13) >= fromHour && p.createdAt.slice(0, 13) < toHour)
+            if (
+              p.state === "settled" &&
+              p.instructionId === instructionId &&
+              p.createdAt.slice(0, 13) >= fromHour &&
+              p.createdAt.slice(0, 13) < toHour
+            )
               expectedByHour.set(
                 p.createdAt.slice(0, 13),
                 (expectedByHour.get(p.createdAt.slice(0, 13)) ?? 0n) + BigInt(p.amount),
@@ -186,7 +215,7 @@ describe("the sales rollup agrees with the ledger", () => {
     const db = openDb(":memory:");
     const store = createPaymentStore(db);
     for (let i = 0; i < 5; i++) store.markSettled(store.claim(claim({ amount: "100" })).payment.id, "0x01");
-    db.sqlite.exec("DELETE FROM sales_hourly");
+    for (const t of ["sales_hourly", "sales_instruction_hourly", "sales_totals"]) db.sqlite.exec(`DELETE FROM ${t}`);
     const backfill = Bun.file(new URL("../../drizzle/0006_stats.sql", import.meta.url)).text();
     return backfill.then((sql) => {
       db.sqlite.exec(sql.slice(sql.lastIndexOf("-- The payments settled before this migration.")));
