@@ -286,6 +286,27 @@ describe.if(RUN)("the dashboard in chromium", () => {
     await page.close();
   }, 180_000);
 
+  test("without the stats API (a server older than it) the statistics views say so and the rest still works", async () => {
+    const page = await browser.context.newPage();
+    // FAKE, named: the browser is answered 404 for the stats routes, as by a cidgate without them.
+    await page.route("**/v3/x402/stats**", (route) =>
+      route.fulfill({
+        status: 404,
+        contentType: "application/json",
+        body: '{"error":{"code":"not_found","message":"no such route"}}',
+      }),
+    );
+    await page.goto(`${stack.url}/dashboard`);
+    await page.fill("#token", await createToken(STACK_JWT_SECRET, { scopes: ["read"], ttlSeconds: 600 }));
+    await page.press("#token", "Enter");
+    await text(page, "#revenue-chart", /does not offer GET \/v3\/x402\/stats/);
+    await text(page, "#sales-table", /does not offer GET \/v3\/x402\/stats/);
+    await count(page, '#payments-table a[href^="https://sepolia.basescan.org/tx/0x"]', 2);
+    await count(page, '#attention-list li[data-kind="unconfirmed"]', 1);
+    await shoot(page, "no-stats");
+    await page.close();
+  }, 60_000);
+
   test("a read-only token sees everything and cannot revoke; the page sends a strict CSP", async () => {
     const page = await browser.context.newPage();
     const res = await page.goto(`${stack.url}/dashboard`);
