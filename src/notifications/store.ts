@@ -112,7 +112,9 @@ export function createNotificationStore(db: Db, opts: { log?: NotificationsLog }
         const targets = subscribers(type);
         if (targets.length) queue(targets, envelope(type, data));
       } catch (error) {
-        opts.log?.error({ event: type, err: (error as Error).name }, "webhook event not queued");
+        // The stores have no logger of their own: a JSON line on stderr, the error's name only.
+        const log = opts.log ?? { error: (obj: object, msg: string) => console.error(JSON.stringify({ ...obj, msg })) };
+        log.error({ level: "error", event: type, err: (error as Error).name }, "webhook event not queued");
       }
     },
 
