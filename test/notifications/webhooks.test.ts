@@ -302,6 +302,9 @@ describe("webhook API refusals", () => {
     const bad = await api("POST", "/v3/x402/webhooks", { url: "not a url", events: ["payment.nope"], extra: 1 });
     expect(bad.status).toBe(400);
     expect(bad.json.error.code).toBe("invalid_request");
+    const spaced = await api("POST", "/v3/x402/webhooks", { url: "http://exa mple.com/hook" });
+    expect(spaced.status).toBe(400);
+    expect(spaced.json.error.details).toEqual([{ path: "url", message: "must be an http(s) URL" }]);
     expect((await api("POST", "/v3/x402/webhooks/wh_nope/test")).status).toBe(404);
     expect((await api("POST", "/v3/x402/webhooks/deliveries/999/retry")).status).toBe(404);
     expect((await api("GET", "/v3/x402/webhooks")).json.data.webhooks).toEqual([]);
