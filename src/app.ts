@@ -5,6 +5,7 @@
  * server.ts serves it.
  */
 import { Elysia } from "elysia";
+import { dashboardModule } from "./dashboard/routes";
 import type { Db } from "./db/client";
 import { createAccessTokens } from "./entitlements/access-token";
 import { contractVerifier } from "./entitlements/contract-verifier";
@@ -21,11 +22,17 @@ import { instructionsModule } from "./instructions/routes";
 import { paymentLookup } from "./ledger/chain-lookup";
 import { paymentsModule } from "./ledger/routes";
 import { createLedgerSettler } from "./ledger/settler";
+import type { Dispatcher } from "./notifications/dispatcher";
+import { ledgerEvents } from "./notifications/hooks";
+import { webhooksModule } from "./notifications/routes";
 import { createPaywall, PAGE_HEADERS } from "./paywall/paywall";
 import { paywallModule } from "./paywall/routes";
 import { configModule } from "./pricing/routes";
 import type { Pricing } from "./pricing/service";
 import type { Settings } from "./settings";
+import { observePurchase } from "./stats/observe";
+import { statsModule } from "./stats/routes";
+import { createStats } from "./stats/service";
 import { createStores, type Stores } from "./stores";
 import { tokensModule } from "./tokens/routes";
 
@@ -45,6 +52,8 @@ export interface AppDeps {
   stores?: Stores;
   /** Where buyers reach this server, for the 402's resource URLs; default PUBLIC_URL. */
   publicUrl?: string;
+  /** Sends the webhook outbox (server.ts runs it); without it events are only queued. */
+  dispatcher?: Dispatcher;
 }
 
 /**
@@ -57,35 +66,49 @@ export function composeApp(deps: AppDeps) {
   const stores = deps.stores ?? createStores(deps.db, settings);
   const { payments, entitlements } = stores;
   const publicUrl = deps.publicUrl ?? settings.publicUrl;
+  const stats = createStats(deps.db, {
+    instructionName: (id) => {
+      try {
+        return stores.instructions.get(id).name;
+      } catch {
+        return undefined; // deleted since it sold
+      }
+    },
+    pathsOf: () => new Map(stores.content.list().map((f) => [f.cid, f.path])),
+  });
   const settler = createLedgerSettler({
     payments,
     entitlements,
     // The settled row and the entitlement it grants: one transaction (synchronous, so it rolls back).
     transaction: (fn) => deps.db.sqlite.transaction(fn)(),
-    facilitator: deps.facilitator,
+    facilitator: stats.metrics.instrument(deps.facilitator),
     timeoutMs: settings.facilitatorTimeoutMs,
     log: deps.log,
     lookup: paymentLookup(settings),
+    events: ledgerEvents(stores.notifications),
   });
   const catalog = createCatalog(deps.db, stores, { ...settings, publicUrl });
-  const purchase = createPurchase({
-    catalog,
-    payments,
-    settler,
-    entitlements,
-    accessTokens: createAccessTokens({ managementSecret: jwtSecret }),
-    accessTokenTtlSeconds: settings.accessTokenTtlSeconds,
-    siwx: createSiwx({
-      // domain and uri come from PUBLIC_URL, never from a request's Host header (X402.md, trap 11)
-      publicUrl,
-      secret: jwtSecret,
-      nonces: stores.siwxNonces,
-      verifyContract: settings.rpcUrl
-        ? contractVerifier(settings.rpcUrl, Math.min(10_000, settings.facilitatorTimeoutMs))
-        : undefined,
+  const purchase = observePurchase(
+    createPurchase({
+      catalog,
+      payments,
+      settler,
+      entitlements,
+      accessTokens: createAccessTokens({ managementSecret: jwtSecret }),
+      accessTokenTtlSeconds: settings.accessTokenTtlSeconds,
+      siwx: createSiwx({
+        // domain and uri come from PUBLIC_URL, never from a request's Host header (X402.md, trap 11)
+        publicUrl,
+        secret: jwtSecret,
+        nonces: stores.siwxNonces,
+        verifyContract: settings.rpcUrl
+          ? contractVerifier(settings.rpcUrl, Math.min(10_000, settings.facilitatorTimeoutMs))
+          : undefined,
+      }),
+      paymentIdentifiers: stores.paymentIdentifiers,
     }),
-    paymentIdentifiers: stores.paymentIdentifiers,
-  });
+    { counters: stats.counters, metrics: stats.metrics, lookup: catalog.lookup },
+  );
   const paywall = createPaywall({
     publicUrl,
     presentation: () => deps.pricing?.presentation() ?? {},
@@ -103,11 +126,14 @@ export function composeApp(deps: AppDeps) {
     .use(errors)
     .use(instructionsModule({ store: stores.instructions, settings, jwtSecret, tokens }))
     .use(paymentsModule({ payments, jwtSecret, tokens }))
+    .use(statsModule({ stats, jwtSecret, tokens }))
     .use(
       entitlementsModule({ entitlements: stores.entitlements, instructions: stores.instructions, jwtSecret, tokens }),
     )
     .use(configModule({ pricing: deps.pricing, settings, jwtSecret, tokens }))
     .use(tokensModule({ tokens, jwtSecret }))
+    .use(webhooksModule({ notifications: stores.notifications, dispatcher: deps.dispatcher, jwtSecret, tokens }))
+    .use(dashboardModule({ ...stores, pricing: deps.pricing, facilitator: deps.facilitator, settings, jwtSecret }))
     .use(
       healthModule({
         db: deps.db,
@@ -118,7 +144,7 @@ export function composeApp(deps: AppDeps) {
     )
     .use(gatewayModule(gateway))
     .use(paywallModule(paywall, settings));
-  return { app, gateway, stores, settler };
+  return { app, gateway, stores, settler, stats };
 }
 
 export const createApp = (deps: AppDeps) => composeApp(deps).app;

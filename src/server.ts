@@ -16,10 +16,13 @@ import { errorResponse } from "./http/errors";
 import { publicUrlCheck } from "./http/forwarded";
 import { resolveJwtSecret } from "./http/jwt-secret";
 import { createLogger, type Logger, withRequestLog } from "./http/logging";
+import { createDispatcher, type DispatcherOptions } from "./notifications/dispatcher";
+import { reportReloadFailures } from "./notifications/hooks";
 import { preparePricing } from "./pricing/boot";
 import { startWatchers } from "./pricing/watch";
 import type { Settings } from "./settings";
 import { drainRequests } from "./shutdown";
+import { requestCounter } from "./stats/observe";
 import { createStores, type Stores } from "./stores";
 
 export interface ServerOptions {
@@ -47,6 +50,8 @@ export interface ServerOptions {
    * so a settlement that started before the signal finishes.
    */
   shutdownGraceMs?: number;
+  /** The webhook dispatcher's timing (tests shorten the retry schedule); default: dispatcher.ts's. */
+  webhooks?: Pick<DispatcherOptions, "scheduleMs" | "pollMs" | "timeoutMs">;
 }
 
 /**
@@ -82,7 +87,11 @@ export async function startServer(options: ServerOptions) {
   const facilitator = options.facilitator ?? createFacilitator(settings, log);
   // One set of stores (and one catalog change signal) shared by pricing, the gateway and the API.
   const stores = options.stores ?? createStores(db, settings);
-  const pricing = options.pricing === false ? undefined : await preparePricing({ ...stores, settings, log });
+  const prepared = options.pricing === false ? undefined : await preparePricing({ ...stores, settings, log });
+  // A rejected reload (this start's included) queues `config.reload_failed`.
+  const pricing = prepared && reportReloadFailures(prepared, stores.notifications, settings.configDir);
+  // The outbox is sent beside the server, never on a request's path; what is queued from before a restart goes first.
+  const dispatcher = createDispatcher({ store: stores.notifications, log, ...options.webhooks });
 
   // What escapes every handler (a file that vanished while Bun streamed it, say) still gets the one
   // JSON error shape, never Bun's plain-text "Something went wrong!"; the log line names no path.
@@ -103,7 +112,7 @@ export async function startServer(options: ServerOptions) {
   });
   const url = `http://${settings.host.includes(":") ? `[${settings.host}]` : settings.host}:${server.port}`;
   const publicUrl = settings.port === 0 && settings.publicUrl.endsWith(":0") ? url : settings.publicUrl;
-  const { app, gateway, settler } = composeApp({
+  const { app, gateway, settler, stats } = composeApp({
     settings,
     db,
     log,
@@ -112,7 +121,9 @@ export async function startServer(options: ServerOptions) {
     pricing,
     publicUrl,
     stores,
+    dispatcher,
   });
+  const { metrics } = stats;
   // Behind a trusted proxy with an http PUBLIC_URL: warn once if requests come in over https (http/forwarded.ts).
   const checkProto = publicUrlCheck({ trustProxy: settings.trustProxy, publicUrl, log });
   const observed = (handler: Fetch): Fetch =>
@@ -123,11 +134,15 @@ export async function startServer(options: ServerOptions) {
         }
       : handler;
   server.reload({
-    routes: gatewayRoutes(gateway, (handler, path) => withRequestLog(observed(handler), log, path)),
-    fetch: withRequestLog(observed(withRoutableOrigin(app.fetch)), log),
+    routes: gatewayRoutes(gateway, (handler, path) =>
+      withRequestLog(observed(handler), log, path, metrics.requestCounter("/x402/cid/:cid")),
+    ),
+    fetch: withRequestLog(observed(withRoutableOrigin(app.fetch)), log, undefined, requestCounter(metrics)),
     error: lastResort,
   });
+  stats.start();
   const watchers = pricing ? startWatchers({ content: stores.content, settings, pricing, log }) : undefined;
+  dispatcher.start();
 
   let stopped: Promise<void> | undefined;
   return {
@@ -141,6 +156,8 @@ export async function startServer(options: ServerOptions) {
     stores,
     log,
     facilitator,
+    dispatcher,
+    stats,
     /**
      * Stops watching, stops accepting and lets requests in flight finish
      * within the grace (shutdown.ts; or, with `force`, closes them), then
@@ -153,6 +170,9 @@ export async function startServer(options: ServerOptions) {
         const graceMs = options.shutdownGraceMs ?? 2 * settings.facilitatorTimeoutMs + 1000;
         const drained = await drainRequests(server, { force, graceMs, settler, log });
         if (!drained) await server.stop(true);
+        // After the last request: the offers and proofs counted since the last flush are written.
+        stats.stop();
+        await dispatcher.stop();
         if (!options.db) db.sqlite.close();
       })();
       return stopped;

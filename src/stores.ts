@@ -13,6 +13,8 @@ import { createEntitlementStore, type EntitlementStore } from "./entitlements/st
 import { createInstructionStore, type InstructionStore } from "./instructions/store";
 import { createPaymentIdentifierStore, type PaymentIdentifierStore } from "./ledger/payment-identifiers";
 import { createPaymentStore, type PaymentStore } from "./ledger/store";
+import { entitlementEvents } from "./notifications/hooks";
+import { createNotificationStore, type NotificationStore } from "./notifications/store";
 import type { Settings } from "./settings";
 import { createTokenStore, type TokenStore } from "./tokens/store";
 
@@ -30,18 +32,22 @@ export interface Stores {
   siwxNonces: SiwxNonceStore;
   /** Management tokens: ids and revocations (read by auth on every management request). */
   tokens: TokenStore;
+  /** Webhooks and their outbox: events are queued here in the writes they report, sent by the dispatcher. */
+  notifications: NotificationStore;
 }
 
 export function createStores(db: Db, settings: Pick<Settings, "contentDir">): Stores {
   const changes = createCatalogChanges();
+  const notifications = createNotificationStore(db);
   return {
     changes,
     instructions: createInstructionStore(db, changes),
     content: createContentStore(db, settings, changes),
     payments: createPaymentStore(db),
-    entitlements: createEntitlementStore(db),
+    entitlements: createEntitlementStore(db, entitlementEvents(notifications)),
     paymentIdentifiers: createPaymentIdentifierStore(db),
     siwxNonces: createSiwxNonceStore(db),
     tokens: createTokenStore(db),
+    notifications,
   };
 }

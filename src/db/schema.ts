@@ -4,7 +4,8 @@
  * Times are ISO 8601 UTC strings so that they sort and read the same.
  */
 
-import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { sql } from "drizzle-orm";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /** Owned by instructions/. `source` is "api" or "file:<config file>#<key>". */
 export const paymentInstructions = sqliteTable(
@@ -86,6 +87,10 @@ export const payments = sqliteTable(
     index("payments_payer").on(t.payer, t.id),
     index("payments_instruction").on(t.instructionId, t.id),
     index("payments_created").on(t.createdAt),
+    // The payer filter compares without case (any spelling finds a wallet): without this, a scan of every row.
+    index("payments_payer_lower").on(sql`lower(${t.payer})`, t.id),
+    // The pending settlements (the /metrics gauge, "needs attention"): few rows, so a small partial index.
+    index("payments_pending").on(t.id).where(sql`${t.state} = 'pending'`),
   ],
 );
 
@@ -162,3 +167,152 @@ export const managementTokens = sqliteTable("management_tokens", {
   expiresAt: text("expires_at").notNull(),
   revokedAt: text("revoked_at"),
 });
+/** The columns of a sales rollup row: settled sales and their amounts. */
+const salesColumns = () => ({
+  sales: integer("sales").notNull(),
+  /**
+   * Sum of the settled amounts of up to 15 digits (< $1e9 each), smallest unit: 64-bit, so a row
+   * would need 9,000 payments of $1e9 to overflow it.
+   */
+  amount: integer("amount").notNull(),
+  /** Settled payments of 16 digits or more, not in `amount`: a read that meets one sums the ledger instead. */
+  oversized: integer("oversized").notNull().default(0),
+});
+
+/*
+ * The sales rollups, read by stats/queries.ts, written ONLY by the SQLite
+ * triggers on `payments` in drizzle/0006_stats.sql. A payment counts while it
+ * is settled, in the hour of its `created_at` ("YYYY-MM-DDTHH", UTC). The
+ * triggers run inside the statement that changes a payment, so the rollups
+ * commit or roll back with it and agree with the ledger whoever writes the
+ * ledger (test/stats/rollup.test.ts checks it). Three grains, so that each
+ * question reads few rows at a million payments: the whole shop per hour,
+ * one instruction per hour, and all time per instruction.
+ */
+export const salesHourly = sqliteTable(
+  "sales_hourly",
+  {
+    hour: text("hour").notNull(),
+    network: text("network").notNull(),
+    asset: text("asset").notNull(),
+    ...salesColumns(),
+  },
+  (t) => [primaryKey({ columns: [t.hour, t.network, t.asset] })],
+);
+
+export const salesInstructionHourly = sqliteTable(
+  "sales_instruction_hourly",
+  {
+    instructionId: text("instruction_id").notNull(),
+    hour: text("hour").notNull(),
+    network: text("network").notNull(),
+    asset: text("asset").notNull(),
+    ...salesColumns(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.instructionId, t.hour, t.network, t.asset] }),
+    index("sales_instruction_hourly_hour").on(t.hour),
+  ],
+);
+
+export const salesTotals = sqliteTable(
+  "sales_totals",
+  {
+    instructionId: text("instruction_id").notNull(),
+    network: text("network").notNull(),
+    asset: text("asset").notNull(),
+    ...salesColumns(),
+  },
+  (t) => [primaryKey({ columns: [t.instructionId, t.network, t.asset] })],
+);
+
+/*
+ * Owned by stats/counters.ts, their only writer: 402 offers shown and payment
+ * proofs presented, added from in-memory counters every few seconds and at a
+ * clean stop (the 402 path never writes to SQLite), all three in one
+ * transaction: per hour and CID, per hour and instruction, per hour for the
+ * whole shop (so a month of the shop reads ~720 rows, not one per CID).
+ */
+export const funnelHourly = sqliteTable(
+  "funnel_hourly",
+  {
+    cid: text("cid").notNull(),
+    hour: text("hour").notNull(),
+    instructionId: text("instruction_id").notNull(),
+    offers: integer("offers").notNull(),
+    proofs: integer("proofs").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.cid, t.hour, t.instructionId] }), index("funnel_hourly_hour").on(t.hour)],
+);
+
+export const funnelInstructionHourly = sqliteTable(
+  "funnel_instruction_hourly",
+  {
+    instructionId: text("instruction_id").notNull(),
+    hour: text("hour").notNull(),
+    offers: integer("offers").notNull(),
+    proofs: integer("proofs").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.instructionId, t.hour] }), index("funnel_instruction_hourly_hour").on(t.hour)],
+);
+
+export const funnelShopHourly = sqliteTable("funnel_shop_hourly", {
+  hour: text("hour").primaryKey(),
+  offers: integer("offers").notNull(),
+  proofs: integer("proofs").notNull(),
+});
+
+/**
+ * Owned by notifications/store.ts. Where webhooks go: declared in a pricing
+ * file's `notifications:` section (`source` "file:<path>#<key>", kept in step
+ * by every reload) or made through /v3/x402/webhooks (`source` "api").
+ */
+export const webhooks = sqliteTable(
+  "webhooks",
+  {
+    id: text("id").primaryKey(), // "wh_" + UUIDv7
+    url: text("url").notNull(),
+    /** HMAC-SHA256 key of the `Cidgate-Signature` header. */
+    secret: text("secret").notNull(),
+    /** JSON array of event types; empty: every event. */
+    events: text("events", { mode: "json" }).$type<string[]>().notNull(),
+    description: text("description"),
+    enabled: integer("enabled", { mode: "boolean" }).notNull().default(true),
+    source: text("source").notNull().default("api"),
+    createdAt: text("created_at").notNull(),
+    updatedAt: text("updated_at").notNull(),
+  },
+  (t) => [index("webhooks_source").on(t.source)],
+);
+
+/**
+ * Owned by notifications/store.ts. The outbox and the delivery log in one:
+ * a row per event per webhook, written in the transaction of the change it
+ * reports (a settled payment, a grant...), sent later by the dispatcher
+ * (notifications/dispatcher.ts), never on the request's path.
+ */
+export const webhookDeliveries = sqliteTable(
+  "webhook_deliveries",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    webhookId: text("webhook_id").notNull(), // no foreign key: the log outlives a deleted webhook
+    eventId: text("event_id").notNull(),
+    eventType: text("event_type").notNull(),
+    /** The JSON body, exactly as it is sent and signed. */
+    payload: text("payload").notNull(),
+    state: text("state", { enum: ["pending", "delivered", "failed"] }).notNull(),
+    attempts: integer("attempts").notNull().default(0),
+    /** ISO 8601: when the dispatcher may send it (again). */
+    nextAttemptAt: text("next_attempt_at").notNull(),
+    lastAttemptAt: text("last_attempt_at"),
+    lastStatus: integer("last_status"),
+    lastError: text("last_error"),
+    deliveredAt: text("delivered_at"),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [
+    index("webhook_deliveries_due").on(t.state, t.nextAttemptAt),
+    index("webhook_deliveries_webhook").on(t.webhookId, t.id),
+    uniqueIndex("webhook_deliveries_event").on(t.webhookId, t.eventId),
+  ],
+);

@@ -18,6 +18,7 @@ import { and, desc, eq, gt, isNull, lt, or, type SQL, sql } from "drizzle-orm";
 import { checksumOrUndefined } from "../chain/address";
 import type { Db } from "../db/client";
 import { entitlements } from "../db/schema";
+import type { EntitlementEvents } from "../notifications/hooks";
 import { type AccessPolicy, type AccessScope, expiryOf } from "./policy";
 
 export type Entitlement = typeof entitlements.$inferSelect;
@@ -123,7 +124,7 @@ function prepareStatements(db: Db) {
 }
 
 /** The entitlements store of one database: the table's only writer. */
-export function createEntitlementStore(db: Db) {
+export function createEntitlementStore(db: Db, events?: EntitlementEvents) {
   const statements = prepareStatements(db);
 
   function get(id: number): Entitlement | undefined {
@@ -161,6 +162,7 @@ export function createEntitlementStore(db: Db) {
         iso(input.nowSeconds),
         expiresAt,
       );
+      if (row) events?.granted(row); // in the settle transaction, like the row
       return row ?? statements.byPayment.get(input.paymentId) ?? undefined;
     },
 
@@ -168,22 +170,31 @@ export function createEntitlementStore(db: Db) {
     grant(input: GrantInput, nowSeconds: number): Entitlement {
       const payer = checksummed(input.payer);
       if (!payer) throw new Error(`not an address: ${input.payer}`);
-      return statements.insert.get({
-        payer,
-        scope: input.cid ? "cid" : "instruction",
-        cid: input.cid ?? null,
-        instructionId: input.instructionId,
-        source: "grant",
-        paymentId: null,
-        grantedAt: iso(nowSeconds),
-        expiresAt: input.expiresAt ?? null,
-        note: input.note ?? null,
-      })!;
+      // The row and its webhook event together (bun:sqlite nests a transaction as a savepoint).
+      return db.sqlite.transaction(() => {
+        const row = statements.insert.get({
+          payer,
+          scope: input.cid ? "cid" : "instruction",
+          cid: input.cid ?? null,
+          instructionId: input.instructionId,
+          source: "grant",
+          paymentId: null,
+          grantedAt: iso(nowSeconds),
+          expiresAt: input.expiresAt ?? null,
+          note: input.note ?? null,
+        })!;
+        events?.granted(row);
+        return row;
+      })();
     },
 
     /** Revokes; a second revoke keeps the first time. Undefined for an unknown id. */
     revoke(id: number, nowSeconds: number): Entitlement | undefined {
-      return statements.revoke.get({ id, revokedAt: iso(nowSeconds) }) ?? get(id);
+      return db.sqlite.transaction(() => {
+        const revoked = statements.revoke.get({ id, revokedAt: iso(nowSeconds) });
+        if (revoked) events?.revoked(revoked); // the first revoke only
+        return revoked ?? get(id);
+      })();
     },
 
     get,

@@ -124,6 +124,8 @@ export function withRequestLog(
   log: Logger,
   /** The logged path when the router already knows it: reading `request.url` costs ~0.6 us. */
   pathOfRequest: (request: Request) => string = (request) => pathOf(request.url),
+  /** Told each answer's status (the /metrics request counts, src/stats/observe.ts): here, not in a wrapper of its own, as a wrapper cost ~0.3 us per 402. */
+  count?: (status: number, request: Request) => void,
 ): (request: Request) => Response | Promise<Response> {
   const destination = destinations.get(log);
   const write = destination ? batched(destination) : undefined;
@@ -134,6 +136,7 @@ export function withRequestLog(
     } catch {
       // Immutable headers (a Response passed through from fetch()): the log line still has the id.
     }
+    if (count !== undefined) count(response.status, request);
     if (log.levelVal > INFO) return response;
     const ms = Math.round((performance.now() - startedAt) * 100) / 100;
     const method = request.method;

@@ -10,6 +10,7 @@ import type { Entitlement, EntitlementStore } from "../entitlements/store";
 import type { Facilitator, FacilitatorRequest } from "../facilitator/types";
 import { FacilitatorUnavailableError } from "../facilitator/types";
 import { usd } from "../money";
+import type { LedgerEvents } from "../notifications/hooks";
 import type { Payment, PaymentClaim, PaymentStore } from "./store";
 
 export type Outcome =
@@ -65,6 +66,8 @@ export interface SettlerDeps {
    * would leave a buyer who paid without access).
    */
   transaction?: <T>(fn: () => T) => T;
+  /** Webhook events (notifications/hooks.ts): queued in the settle transaction, sent later. */
+  events?: LedgerEvents;
 }
 
 /** Facilitator answers that mean "sent, not confirmed yet" rather than a refusal. */
@@ -101,7 +104,9 @@ export function paid(
   const { claim, access } = attempt;
   const record = () => {
     // Only a pending row is marked; a row released meanwhile (it cannot be, within the bounds) is recorded anyway.
-    const payment = deps.payments.markSettled(row.id, txHash) ?? { ...row, state: "settled" as const, txHash };
+    const marked = deps.payments.markSettled(row.id, txHash);
+    if (marked) deps.events?.settled(marked); // once per payment: only the write that settled it
+    const payment = marked ?? { ...row, state: "settled" as const, txHash };
     const entitlement = access
       ? deps.entitlements?.grantForPayment({
           payer: claim.payer,

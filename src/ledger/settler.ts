@@ -79,6 +79,7 @@ export function createLedgerSettler(deps: SettlerDeps) {
           { cid: attempt.claim.cid, payer: attempt.claim.payer, tx: settled.transaction, reason: safeReason(error) },
           "settled on chain but not recorded",
         );
+        deps.events?.moneyMovedWithoutSale(row, settled.transaction, "settled on chain but not recorded");
         return unconfirmed(
           deps,
           attempt,

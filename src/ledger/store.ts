@@ -10,6 +10,7 @@
 import { and, asc, count, desc, eq, gt, gte, lt, type SQL, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { payments } from "../db/schema";
+import { createStatsQueries } from "../stats/queries";
 
 export type Payment = typeof payments.$inferSelect;
 export type PaymentState = Payment["state"];
@@ -150,6 +151,7 @@ function filterConditions(f: PaymentFilter): SQL[] {
 /** The payments store of one database: the table's only writer. */
 export function createPaymentStore(db: Db) {
   const statements = prepareStatements(db);
+  const rollup = createStatsQueries(db.sqlite);
 
   return {
     find(key: AuthorizationKey): Payment | undefined {
@@ -304,6 +306,12 @@ export function createPaymentStore(db: Db) {
      */
     totals(f: PaymentFilter) {
       if (f.state && f.state !== "settled") return [];
+      // Whole hours from the sales rollup (kept by triggers, drizzle/0006): a million rows summed in ~1 ms.
+      const fast =
+        !f.cid && !f.payer
+          ? rollup.paymentTotals({ from: f.createdFrom, to: f.createdTo, instructionId: f.instructionId })
+          : undefined;
+      if (fast) return fast;
       const where = and(...filterConditions({ ...f, state: "settled" }));
       try {
         return db

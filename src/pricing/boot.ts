@@ -7,12 +7,14 @@
 import type { ContentStore } from "../content/store";
 import type { Logger } from "../http/logging";
 import type { InstructionStore } from "../instructions/store";
+import type { NotificationStore } from "../notifications/store";
 import type { Settings } from "../settings";
 import { createPricing, type Pricing } from "./service";
 
 export async function preparePricing(opts: {
   instructions: InstructionStore;
   content: ContentStore;
+  notifications?: NotificationStore;
   settings: Settings;
   log: Logger;
 }): Promise<Pricing> {
@@ -33,6 +35,7 @@ export async function preparePricing(opts: {
   const pricing = createPricing({
     instructions: opts.instructions,
     content: opts.content,
+    webhooks: opts.notifications,
     settings: opts.settings,
     log: opts.log,
   });

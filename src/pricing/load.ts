@@ -20,6 +20,8 @@ import { relativePathProblem } from "../content/paths";
 import { ACCESS_RULE, DEFAULT_ACCESS, DEFAULT_ACCESS_SCOPE, parseAccessPolicy } from "../entitlements/policy";
 import type { FileInstruction } from "../instructions/file-sync";
 import { type FieldError, normalizeRequirements } from "../instructions/requirements";
+import { checkNotifications, desiredWebhooks } from "../notifications/config";
+import type { DesiredWebhook } from "../notifications/store";
 import type { Settings } from "../settings";
 import { envUsed, sameEnv } from "./env";
 import { fastParse } from "./fast-yaml";
@@ -64,6 +66,8 @@ export interface ParsedFile {
   path: string;
   instructions: DesiredInstruction[];
   presentation?: Presentation;
+  /** The `notifications:` section's webhooks. */
+  webhooks: DesiredWebhook[];
   errors: PricingProblem[];
   warnings: PricingProblem[];
 }
@@ -72,6 +76,7 @@ export interface LoadedPricing {
   files: string[];
   instructions: DesiredInstruction[];
   presentation: Presentation;
+  webhooks: DesiredWebhook[];
   errors: PricingProblem[];
   warnings: PricingProblem[];
 }
@@ -95,6 +100,7 @@ const checkOutline = TypeCompiler.Compile(
       defaults: t.Optional(DefaultsModel),
       site: t.Optional(SiteModel),
       storefront: t.Optional(StorefrontModel),
+      notifications: t.Optional(t.Unknown()), // checked on its own (notifications/config.ts)
       instructions: t.Optional(
         t.Record(t.String({ pattern: KEY_PATTERN }), t.Unknown(), { additionalProperties: false }),
       ),
@@ -204,15 +210,24 @@ export function parsePricingFile(
     };
     const checked = checkData(fast, lazy, path, opts);
     if (checked && checked.errors.length === 0)
-      return { path, instructions: checked.instructions, presentation: checked.presentation, errors: [], warnings: [] };
+      return {
+        path,
+        instructions: checked.instructions,
+        presentation: checked.presentation,
+        webhooks: checked.webhooks,
+        errors: [],
+        warnings: [],
+      };
   }
   const slow = parseWithPositions(text, display, opts.env);
-  if (slow.data === undefined) return { path, instructions: [], errors: slow.errors, warnings: slow.warnings };
+  if (slow.data === undefined)
+    return { path, instructions: [], webhooks: [], errors: slow.errors, warnings: slow.warnings };
   const checked = checkData(slow.data, slow.locator, path, opts)!;
   return {
     path,
     instructions: checked.instructions,
     presentation: checked.presentation,
+    webhooks: checked.webhooks,
     errors: checked.errors,
     warnings: slow.warnings,
   };
@@ -242,7 +257,14 @@ function checkData(
   where: Locator,
   path: string,
   opts: Pick<LoadOptions, "settings">,
-): { instructions: DesiredInstruction[]; presentation?: Presentation; errors: PricingProblem[] } | undefined {
+):
+  | {
+      instructions: DesiredInstruction[];
+      presentation?: Presentation;
+      webhooks: DesiredWebhook[];
+      errors: PricingProblem[];
+    }
+  | undefined {
   const errors: PricingProblem[] = [];
   const instructions: DesiredInstruction[] = [];
   const check: Check = { where, problem: (at, rule, message) => void errors.push({ ...pin(at), rule, message }) };
@@ -250,6 +272,14 @@ function checkData(
   // The file's outline first, then each instruction on its own, so one
   // malformed instruction does not hide the problems of the others.
   const file = checkFileOutline(data, check);
+  let webhooks: DesiredWebhook[] = [];
+  if (
+    file.notifications !== undefined &&
+    schemaProblems(checkNotifications, file.notifications, ["notifications"], where, check.problem)
+  )
+    webhooks = desiredWebhooks(file.notifications, path, (p, rule, message) =>
+      check.problem(where.at(p), rule, message),
+    );
   for (const [key, inst] of Object.entries(file.instructions ?? {})) {
     const base = ["instructions", key];
     if (!schemaProblems(checkInstruction, inst, base, where, check.problem)) continue;
@@ -278,7 +308,7 @@ function checkData(
       files,
     });
   }
-  return { instructions, presentation: checkPresentation(file, check), errors };
+  return { instructions, presentation: checkPresentation(file, check), webhooks, errors };
 }
 
 /** `site:` and `storefront:` (their shapes were checked with the outline); the logo must name a content file. */
@@ -455,7 +485,7 @@ function normalizeCached(inputs: unknown[], settings: LoadOptions["settings"]) {
  */
 export function loadPricing(opts: LoadOptions): LoadedPricing {
   const files = findPricingFiles(opts.configDir);
-  const out: LoadedPricing = { files, instructions: [], presentation: {}, errors: [], warnings: [] };
+  const out: LoadedPricing = { files, instructions: [], presentation: {}, webhooks: [], errors: [], warnings: [] };
   const live = new Set<string>();
   for (const path of files) {
     let text: string;
@@ -481,6 +511,7 @@ export function loadPricing(opts: LoadOptions): LoadedPricing {
     }
     out.instructions.push(...parsed.parsed.instructions);
     mergePresentation(out, parsed.parsed.presentation);
+    out.webhooks.push(...parsed.parsed.webhooks);
     out.errors.push(...parsed.parsed.errors);
     out.warnings.push(...parsed.parsed.warnings);
   }

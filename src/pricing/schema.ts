@@ -8,6 +8,7 @@
 import { type Static, Type as t } from "@sinclair/typebox";
 import { NETWORK_SPELLINGS } from "../chain/networks";
 import { MAX_DESCRIPTION, MAX_NAME, MAX_REQUIREMENT_DESCRIPTION, MAX_REQUIREMENTS } from "../instructions/model";
+import { NotificationsModel } from "../notifications/config";
 
 /** Instruction keys end up in `source` ("file:<path>#<key>"): keep them plain. */
 export const KEY_PATTERN = "^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$";
@@ -117,6 +118,7 @@ export const PricingFileModel = t.Object(
     defaults: t.Optional(DefaultsModel),
     site: t.Optional(SiteModel),
     storefront: t.Optional(StorefrontModel),
+    notifications: t.Optional(NotificationsModel),
     instructions: t.Optional(
       t.Record(t.String({ pattern: KEY_PATTERN }), InstructionModel, {
         additionalProperties: false,

@@ -8,6 +8,7 @@ import { existsSync } from "node:fs";
 import type { ContentStore } from "../content/store";
 import type { Logger } from "../http/logging";
 import type { InstructionStore } from "../instructions/store";
+import type { NotificationStore } from "../notifications/store";
 import type { Settings } from "../settings";
 import { formatProblem, loadPricing, type ParseCache, type Presentation, type PricingProblem } from "./load";
 import { changed, emptyChanges, reconcile, type SyncChanges } from "./sync";
@@ -49,6 +50,8 @@ export interface PricingOptions {
   instructions: Pick<InstructionStore, "syncFiles" | "hasFileInstructions">;
   /** The indexed files that `files:` entries are matched against. */
   content: Pick<ContentStore, "list">;
+  /** Where the files' `notifications:` webhooks are kept in step (absent: the section is checked, not applied). */
+  webhooks?: Pick<NotificationStore, "syncFiles">;
   settings: Pick<Settings, "configDir" | "contentDir" | "usdcAddressBase" | "usdcAddressBaseSepolia">;
   env?: Record<string, string | undefined>;
   log?: Logger;
@@ -102,9 +105,12 @@ export function createPricing(opts: PricingOptions): Pricing {
     }
     if (report.errors.length === 0) {
       const synced = reconcile(opts.instructions, loaded.instructions, at);
-      if (synced.ok)
-        report = { ...report, result: changed(synced.changes) ? "applied" : "unchanged", changes: synced.changes };
-      else report = { ...report, errors: synced.errors };
+      if (synced.ok) {
+        const hooks = opts.webhooks?.syncFiles(loaded.webhooks);
+        const moved =
+          changed(synced.changes) || (hooks !== undefined && hooks.created + hooks.updated + hooks.deleted > 0);
+        report = { ...report, result: moved ? "applied" : "unchanged", changes: synced.changes };
+      } else report = { ...report, errors: synced.errors };
     }
     report.durationMs = Math.round((performance.now() - started) * 100) / 100;
     lastReload = report;

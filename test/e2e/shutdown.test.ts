@@ -43,7 +43,7 @@ test("a settlement in flight at stop finishes, is served, and the server stops a
     const response = pay(`${stack.url}/x402/cid/${stack.cids["a.txt"]}`);
     await eventually(() => gate.settling() === 1, "the settle call reached the facilitator");
     let stopped = false;
-    const stopping = stack.running.stop(false).then(() => {
+    const stopping = stack.server.stop(false).then(() => {
       stopped = true;
     });
     await Bun.sleep(50);
@@ -79,7 +79,7 @@ test("past the grace the connection is cut and the payment stays pending (claime
       () => "connection closed",
     );
     await eventually(() => gate.settling() === 1, "the settle call reached the facilitator");
-    await stack.running.stop(false);
+    await stack.server.stop(false);
     expect(await response).toBe("connection closed");
     expect(payments(stack)).toEqual([{ state: "pending", tx_hash: null }]);
   } finally {

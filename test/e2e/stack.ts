@@ -109,14 +109,16 @@ export async function createTestStack(options: StackOptions) {
     return {
       url,
       app,
-      /** The running server (src/server.ts), for tests of how it stops. */
-      running,
+      /** The running server (its webhook dispatcher, its stats). */
+      server: running,
       db,
       /** The app's stores: write through these so its catalog sees the change at once. */
       stores,
       settings,
       devnet,
       facilitator,
+      /** Offer and proof counters, reports and metrics (src/stats/service.ts). */
+      stats: running.stats,
       instruction,
       cids,
       balanceOf,

@@ -1,0 +1,369 @@
+/**
+ * The webhooks and their outbox (webhook_deliveries): this store is both
+ * tables' only writer. `emit` is what the rest of cidgate calls: one INSERT
+ * per subscribed webhook, synchronous, on the caller's connection, so inside
+ * the ledger's settle transaction the event is written with the payment or
+ * not at all (exactly one event per settled payment, even across a crash).
+ * Nothing is sent here: the dispatcher (dispatcher.ts) reads the outbox.
+ */
+import { randomBytes } from "node:crypto";
+import { and, desc, eq, like, lt, lte, type SQL, sql } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { webhookDeliveries, webhooks } from "../db/schema";
+import { type EventEnvelope, type EventType, envelope, TEST_EVENT } from "./events";
+
+export type Webhook = typeof webhooks.$inferSelect;
+export type Delivery = typeof webhookDeliveries.$inferSelect;
+export type DeliveryState = Delivery["state"];
+
+/** A webhook as a pricing file declares it (notifications.webhooks.<key>). */
+export interface DesiredWebhook {
+  source: string;
+  url: string;
+  secret: string;
+  events: EventType[];
+  description: string | null;
+  enabled: boolean;
+}
+
+export interface WebhookInput {
+  url: string;
+  secret?: string;
+  events?: EventType[];
+  description?: string | null;
+  enabled?: boolean;
+}
+
+export interface DeliveryFilter {
+  webhookId?: string;
+  state?: DeliveryState;
+  eventType?: string;
+}
+
+/** A fresh signing secret for a webhook made through the API (shown once, in the create answer). */
+export const newSecret = () => `whsec_${randomBytes(24).toString("base64url")}`;
+
+const nowIso = () => new Date().toISOString();
+
+/** Where a failure to queue an event is reported; never thrown into the caller's transaction. */
+export interface NotificationsLog {
+  error(obj: object, msg: string): void;
+}
+
+export function createNotificationStore(db: Db, opts: { log?: NotificationsLog } = {}) {
+  const p = sql.placeholder;
+  const insertDelivery = db
+    .insert(webhookDeliveries)
+    .values({
+      webhookId: p("webhookId"),
+      eventId: p("eventId"),
+      eventType: p("eventType"),
+      payload: p("payload"),
+      state: "pending",
+      attempts: 0,
+      nextAttemptAt: p("now"),
+      createdAt: p("now"),
+    })
+    .onConflictDoNothing()
+    .returning()
+    .prepare();
+
+  // The enabled webhooks, read once per change made through this store: an event costs no read
+  // when nobody listens. Another process's webhook edits are seen after this one's next write
+  // (webhooks are edited by the server: API and pricing reloads).
+  let enabled: Webhook[] | undefined;
+  const subscribers = (type: string) =>
+    (enabled ??= db.select().from(webhooks).where(eq(webhooks.enabled, true)).all()).filter(
+      (w) => w.events.length === 0 || w.events.includes(type),
+    );
+  const listeners = new Set<() => void>();
+  const queued = () => {
+    for (const l of listeners) l();
+  };
+  const changed = () => {
+    enabled = undefined;
+  };
+
+  function queue(targets: Webhook[], event: EventEnvelope): Delivery[] {
+    const payload = JSON.stringify(event);
+    const now = nowIso();
+    const rows: Delivery[] = [];
+    for (const w of targets) {
+      const row = insertDelivery.get({ webhookId: w.id, eventId: event.id, eventType: event.type, payload, now });
+      if (row) rows.push(row);
+    }
+    if (rows.length) queued();
+    return rows;
+  }
+
+  function getWebhook(id: string): Webhook | undefined {
+    return db.select().from(webhooks).where(eq(webhooks.id, id)).get();
+  }
+
+  return {
+    /**
+     * Queues `type` for every enabled webhook that wants it. Synchronous: call
+     * it inside the transaction of the change it reports. A failure is logged
+     * and swallowed (SQLite undoes that one statement, not the transaction):
+     * a webhook never costs a sale or a grant.
+     */
+    emit(type: EventType, data: Record<string, unknown>): void {
+      try {
+        const targets = subscribers(type);
+        if (targets.length) queue(targets, envelope(type, data));
+      } catch (error) {
+        // The stores have no logger of their own: a JSON line on stderr, the error's name only.
+        const log = opts.log ?? { error: (obj: object, msg: string) => console.error(JSON.stringify({ ...obj, msg })) };
+        log.error({ level: "error", event: type, err: (error as Error).name }, "webhook event not queued");
+      }
+    },
+
+    /** Queues the test event for one webhook (whatever its events and even when disabled). */
+    queueTest(webhook: Webhook): Delivery {
+      return queue(
+        [webhook],
+        envelope(TEST_EVENT, { webhook_id: webhook.id, message: "a test event from cidgate" }),
+      )[0];
+    },
+
+    /** Called after events are queued (the dispatcher sends soon rather than at its next poll). */
+    onQueued(listener: () => void): () => void {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+
+    listWebhooks(): Webhook[] {
+      return db.select().from(webhooks).orderBy(webhooks.createdAt, webhooks.id).all();
+    },
+
+    getWebhook,
+
+    createWebhook(input: WebhookInput): Webhook {
+      const now = nowIso();
+      const row = db
+        .insert(webhooks)
+        .values({
+          id: `wh_${Bun.randomUUIDv7()}`,
+          url: input.url,
+          secret: input.secret ?? newSecret(),
+          events: input.events ?? [],
+          description: input.description ?? null,
+          enabled: input.enabled ?? true,
+          source: "api",
+          createdAt: now,
+          updatedAt: now,
+        })
+        .returning()
+        .get();
+      changed();
+      return row;
+    },
+
+    updateWebhook(id: string, input: Partial<WebhookInput>): Webhook | undefined {
+      const row = db
+        .update(webhooks)
+        .set({
+          ...(input.url !== undefined && { url: input.url }),
+          ...(input.secret !== undefined && { secret: input.secret }),
+          ...(input.events !== undefined && { events: input.events }),
+          ...(input.description !== undefined && { description: input.description }),
+          ...(input.enabled !== undefined && { enabled: input.enabled }),
+          updatedAt: nowIso(),
+        })
+        .where(eq(webhooks.id, id))
+        .returning()
+        .get();
+      changed();
+      return row;
+    },
+
+    /** Deletes the webhook; its deliveries stay in the log, and pending ones are no longer sent. */
+    deleteWebhook(id: string): Webhook | undefined {
+      const row = db.transaction((tx) => {
+        const gone = tx.delete(webhooks).where(eq(webhooks.id, id)).returning().get();
+        if (gone)
+          tx.update(webhookDeliveries)
+            .set({ state: "failed", lastError: "webhook deleted" })
+            .where(and(eq(webhookDeliveries.webhookId, id), eq(webhookDeliveries.state, "pending")))
+            .run();
+        return gone;
+      });
+      changed();
+      return row;
+    },
+
+    /**
+     * Makes the file-declared webhooks those of `desired` (by source, so a
+     * webhook keeps its id and its log across edits); API-made ones are left
+     * alone. Answers what changed.
+     */
+    syncFiles(desired: readonly DesiredWebhook[]) {
+      const result = { created: 0, updated: 0, deleted: 0 };
+      db.transaction((tx) => {
+        const now = nowIso();
+        const current = new Map(
+          tx
+            .select()
+            .from(webhooks)
+            .where(like(webhooks.source, "file:%"))
+            .all()
+            .map((w) => [w.source, w]),
+        );
+        for (const d of desired) {
+          const had = current.get(d.source);
+          current.delete(d.source);
+          if (!had) {
+            tx.insert(webhooks)
+              .values({ ...d, id: `wh_${Bun.randomUUIDv7()}`, createdAt: now, updatedAt: now })
+              .run();
+            result.created++;
+          } else if (
+            had.url !== d.url ||
+            had.secret !== d.secret ||
+            had.enabled !== d.enabled ||
+            had.description !== d.description ||
+            JSON.stringify(had.events) !== JSON.stringify(d.events)
+          ) {
+            tx.update(webhooks)
+              .set({
+                url: d.url,
+                secret: d.secret,
+                events: d.events,
+                description: d.description,
+                enabled: d.enabled,
+                updatedAt: now,
+              })
+              .where(eq(webhooks.id, had.id))
+              .run();
+            result.updated++;
+          }
+        }
+        for (const gone of current.values()) {
+          tx.delete(webhooks).where(eq(webhooks.id, gone.id)).run();
+          tx.update(webhookDeliveries)
+            .set({ state: "failed", lastError: "webhook removed from its pricing file" })
+            .where(and(eq(webhookDeliveries.webhookId, gone.id), eq(webhookDeliveries.state, "pending")))
+            .run();
+          result.deleted++;
+        }
+      });
+      if (result.created || result.updated || result.deleted) changed();
+      return result;
+    },
+
+    /** Pending deliveries due at `now`, oldest first. */
+    due(now: string, limit: number): Delivery[] {
+      return db
+        .select()
+        .from(webhookDeliveries)
+        .where(and(eq(webhookDeliveries.state, "pending"), lte(webhookDeliveries.nextAttemptAt, now)))
+        .orderBy(webhookDeliveries.nextAttemptAt, webhookDeliveries.id)
+        .limit(limit)
+        .all();
+    },
+
+    /** The earliest time a pending delivery is due (to sleep until then), if any. */
+    nextDue(): string | undefined {
+      return db
+        .select({ at: sql<string>`min(${webhookDeliveries.nextAttemptAt})` })
+        .from(webhookDeliveries)
+        .where(eq(webhookDeliveries.state, "pending"))
+        .get()?.at;
+    },
+
+    /**
+     * Takes a due delivery for one attempt: pushes its due time to `leaseUntil`
+     * so no other run (or process) sends it meanwhile; if this process dies
+     * mid-send, it is due again then (at-least-once, hence the event id).
+     */
+    claim(id: number, now: string, leaseUntil: string): Delivery | undefined {
+      return db
+        .update(webhookDeliveries)
+        .set({ nextAttemptAt: leaseUntil })
+        .where(
+          and(
+            eq(webhookDeliveries.id, id),
+            eq(webhookDeliveries.state, "pending"),
+            lte(webhookDeliveries.nextAttemptAt, now),
+          ),
+        )
+        .returning()
+        .get();
+    },
+
+    /** Records an attempt: delivered, or retried at `retryAt`, or failed for good (`retryAt` undefined). */
+    recordAttempt(
+      id: number,
+      attempt: { ok: boolean; status: number | null; error: string | null; at: string; retryAt?: string },
+    ): Delivery | undefined {
+      return db
+        .update(webhookDeliveries)
+        .set({
+          attempts: sql`${webhookDeliveries.attempts} + 1`,
+          lastAttemptAt: attempt.at,
+          lastStatus: attempt.status,
+          lastError: attempt.error,
+          ...(attempt.ok
+            ? { state: "delivered" as const, deliveredAt: attempt.at }
+            : attempt.retryAt
+              ? { nextAttemptAt: attempt.retryAt }
+              : { state: "failed" as const }),
+        })
+        .where(and(eq(webhookDeliveries.id, id), eq(webhookDeliveries.state, "pending")))
+        .returning()
+        .get();
+    },
+
+    /** Sends a delivery again as soon as possible (a failed one too): an operator's retry. */
+    retry(id: number): Delivery | undefined {
+      const row = db
+        .update(webhookDeliveries)
+        .set({ state: "pending", nextAttemptAt: nowIso() })
+        .where(and(eq(webhookDeliveries.id, id), sql`${webhookDeliveries.state} != 'delivered'`))
+        .returning()
+        .get();
+      if (row) queued();
+      return row;
+    },
+
+    getDelivery(id: number): Delivery | undefined {
+      return db.select().from(webhookDeliveries).where(eq(webhookDeliveries.id, id)).get();
+    },
+
+    /** The delivery log, newest first, keyset-paged by id. */
+    listDeliveries(f: DeliveryFilter, page: { limit: number; afterId?: number }) {
+      const where: SQL[] = [];
+      if (f.webhookId) where.push(eq(webhookDeliveries.webhookId, f.webhookId));
+      if (f.state) where.push(eq(webhookDeliveries.state, f.state));
+      if (f.eventType) where.push(eq(webhookDeliveries.eventType, f.eventType));
+      if (page.afterId !== undefined) where.push(lt(webhookDeliveries.id, page.afterId));
+      const rows = db
+        .select()
+        .from(webhookDeliveries)
+        .where(where.length ? and(...where) : undefined)
+        .orderBy(desc(webhookDeliveries.id))
+        .limit(page.limit + 1)
+        .all();
+      const more = rows.length > page.limit;
+      const items = more ? rows.slice(0, page.limit) : rows;
+      return { items, nextAfterId: more ? items[items.length - 1].id : undefined };
+    },
+
+    /** Deliveries per state (for the dashboard's attention list). */
+    counts(): Record<DeliveryState, number> {
+      const out: Record<DeliveryState, number> = { pending: 0, delivered: 0, failed: 0 };
+      for (const r of db
+        .select({ state: webhookDeliveries.state, n: sql<number>`count(*)` })
+        .from(webhookDeliveries)
+        .groupBy(webhookDeliveries.state)
+        .all())
+        out[r.state] = r.n;
+      return out;
+    },
+  };
+}
+
+export type NotificationStore = ReturnType<typeof createNotificationStore>;
+
+/** What the ledger and the entitlements store call: only `emit`. */
+export type Notify = Pick<NotificationStore, "emit">;
