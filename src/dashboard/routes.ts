@@ -117,10 +117,15 @@ export function dashboardModule(deps: DashboardDeps) {
         tags: ["dashboard"],
         summary:
           "Recent payments (file, dollars, explorer link) and what needs attention: unconfirmed settlements, money moved without a sale, pricing errors, webhook deliveries",
+        responses: { 200: { description: "`{data: {...}}`: what the dashboard draws (not a stable API)" } },
       },
     })
     .get("/v3/x402/dashboard/health", async () => ({ data: await health.read() }), {
       scope: "read",
-      detail: { tags: ["dashboard"], summary: "Facilitator and RPC health (cached 15 s, each bounded by 3 s)" },
+      detail: {
+        tags: ["dashboard"],
+        summary: "Facilitator and RPC health (cached 15 s, each bounded by 3 s)",
+        responses: { 200: { description: "`{data: {...}}`: what the dashboard draws (not a stable API)" } },
+      },
     });
 }

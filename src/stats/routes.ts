@@ -92,7 +92,11 @@ export function statsModule(deps: StatsDeps) {
         }),
       {
         scope: "read",
-        detail: { tags: ["stats"], summary: "Prometheus metrics (text format)" },
+        detail: {
+          tags: ["stats"],
+          summary: "Prometheus metrics (text format)",
+          responses: { 200: { description: "Prometheus text exposition format", content: { "text/plain": {} } } },
+        },
       },
     );
 }
