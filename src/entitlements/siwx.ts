@@ -21,8 +21,10 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { buildSIWxSchema, formatSIWEMessage, parseSIWxHeader } from "@x402/extensions/sign-in-with-x";
-import { getAddress, type Hex, hashMessage } from "viem";
+import { getAddress, type Hex } from "viem";
 import { createSiweMessage } from "viem/siwe";
+import { checksum } from "../chain/address";
+import { hashMessage } from "../chain/keccak";
 import { NETWORKS } from "../chain/networks";
 import { recoverLowerCase } from "../gateway/proof";
 import { type SiwxChallenge, SiwxProof } from "../x402/extensions";
@@ -204,7 +206,8 @@ export function createSiwx(options: SiwxOptions): Siwx {
   async function checkSignature(proof: SiwxProof, message: string): Promise<SiwxVerdict | null> {
     const signature = proof.signature as Hex;
     const address = proof.address.toLowerCase();
-    // 65 bytes is an EOA's r||s||v: recovered locally (libsecp256k1, ~50 us), no RPC.
+    // 65 bytes is an EOA's r||s||v: recovered locally (libsecp256k1, ~50 us), no RPC. The EIP-191
+    // hash is the native keccak's (chain/keccak.ts: ~4 us for this ~450-byte text, ~70 us in viem's JS).
     if (signature.length === 132 && (await recoverLowerCase(hashMessage(message), signature)) === address) return null;
     const verifyContract = options.verifyContract;
     if (!verifyContract) {
@@ -295,7 +298,7 @@ export function createSiwx(options: SiwxOptions): Siwx {
         const used = spend(key, now);
         if (used) return used;
       }
-      return { ok: true, address: getAddress(proof.address), key };
+      return { ok: true, address: checksum(proof.address), key };
     } catch {
       // Nothing above should throw; if something does, the buyer gets a reason, never a stack.
       return fail(Reason.siwxUnavailable, "the sign-in could not be checked now; try again");
