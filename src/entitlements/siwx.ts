@@ -107,7 +107,7 @@ export interface Siwx {
     options?: { consume?: boolean },
   ): Promise<SiwxVerdict>;
   /** Spends a verified sign-in (its verdict's `key`); a refusal when it was used already. */
-  use(key: string, nowSeconds?: number): SiwxVerdict | undefined;
+  use(key: string, nowSeconds?: number): Promise<SiwxVerdict | undefined>;
 }
 
 const fail = (reason: SiwxReason, message: string): SiwxVerdict => ({ ok: false, reason, message });
@@ -242,12 +242,15 @@ export function createSiwx(options: SiwxOptions): Siwx {
     }
   }
 
-  /** Records a sign-in as used; a refusal when it was used already (or cannot be recorded). */
-  function spend(key: string, now: number): SiwxVerdict | undefined {
+  /**
+   * Records a sign-in as used; a refusal when it was used already (or cannot be recorded). Answered
+   * once the database has committed it, with the other sign-ins of the same moment (`useSoon`).
+   */
+  async function spend(key: string, now: number): Promise<SiwxVerdict | undefined> {
     pruneNonces(now);
     let first: boolean;
     try {
-      first = options.nonces.use(key, now);
+      first = await options.nonces.useSoon(key, now);
     } catch {
       return fail(Reason.siwxUnavailable, "the sign-in could not be recorded now; try again");
     }
@@ -295,7 +298,7 @@ export function createSiwx(options: SiwxOptions): Siwx {
       // refuse another's; the same signer's header again is a replay.
       const key = `${proof.nonce}:${proof.address.toLowerCase()}`;
       if (consume) {
-        const used = spend(key, now);
+        const used = await spend(key, now);
         if (used) return used;
       }
       return { ok: true, address: checksum(proof.address), key };

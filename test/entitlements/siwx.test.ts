@@ -409,7 +409,7 @@ test("verified without spending: the sign-in is spent once, by `use`, and only t
   if (!first.ok) throw new Error(`refused: ${first.reason}`);
   // not spent yet: verifying again (a HEAD, a wallet that owned nothing) is still fine
   expect(await s.verify(header, RESOURCE, T0 + 6, { consume: false })).toMatchObject({ ok: true });
-  expect(s.use(first.key, T0 + 7)).toBeUndefined();
-  refused(s.use(first.key, T0 + 8)!, "siwx_nonce_reused");
+  expect(await s.use(first.key, T0 + 7)).toBeUndefined();
+  refused((await s.use(first.key, T0 + 8))!, "siwx_nonce_reused");
   refused(await s.verify(header, RESOURCE, T0 + 9), "siwx_nonce_reused");
 });

@@ -176,8 +176,9 @@ describe("entitlements store", () => {
         ORDER BY expires_at IS NULL DESC, expires_at DESC, id DESC LIMIT 1`;
     const expiries = [null, NOW - 1, NOW, NOW + 1, NOW + 60, NOW + 600];
     const pick = <T>(xs: readonly T[]) => xs[Math.floor(Math.random() * xs.length)];
+    const { db, store } = setup();
     for (let round = 0; round < 300; round++) {
-      const { db, store } = setup();
+      db.sqlite.exec("DELETE FROM entitlements");
       const n = 1 + Math.floor(Math.random() * 6);
       for (let i = 0; i < n; i++) {
         const e = store.grant(
@@ -195,8 +196,8 @@ describe("entitlements store", () => {
         .query<{ id: number }, [string, number, string, string]>(reference)
         .get(PAYER, NOW, CID_A, INSTRUCTION);
       expect({ round, id: store.active(PAYER, CID_A, INSTRUCTION, NOW)?.id }).toEqual({ round, id: expected?.id });
-      db.sqlite.close();
     }
+    db.sqlite.close();
   });
 
   test("grant: scope cid with a CID, instruction without; source grant, the note kept", () => {
