@@ -1,10 +1,10 @@
 /**
  * What the gateway's own code costs per SIGN-IN-WITH-X check and per paid
- * request, in process, without HTTP and without the chain: a number that
- * does not depend on how busy the machine is when counted in instructions
- * (valgrind), and a CPU time when not. bench/gateway.ts measures the same
- * requests end to end over HTTP; on a shared machine its figures move with
- * the load, so this one is for comparing two versions of the code.
+ * request, in process, without HTTP and without the chain: the CPU time of
+ * the handler alone. bench/gateway.ts measures the same requests end to end
+ * over HTTP; on a shared machine its figures move with the load, so this one
+ * is for comparing two versions of the code in the same minutes (run each in
+ * turn, several times, pinned with taskset).
  *
  *   npx bun bench/entitlements-cost.ts prepare DIR [SIGNINS] [PAID]
  *     A content folder and database in DIR (WAL, as production), one priced
@@ -12,23 +12,24 @@
  *     SIGN-IN-WITH-X header over the current challenge, and PAID fresh
  *     authorizations from new buyers (v1 and v2 alternating). Defaults 1000, 200.
  *     Sign-ins are good for 5 minutes (the challenge's age): run soon after.
- *   npx bun bench/entitlements-cost.ts run DIR SIGNINS PAID
- *     Composes the app over DIR (composeApp, as the server does), then sends
- *     the first SIGNINS sign-ins to the gateway handler, 32 in flight (as
+ *   npx bun bench/entitlements-cost.ts run DIR SIGNINS PAID [WARM]
+ *     Composes the app over DIR (composeApp, as the server does), sends WARM
+ *     sign-ins untimed (default 0: the JIT's work counted too), then sends
+ *     the next SIGNINS sign-ins to the gateway handler, 32 in flight (as
  *     bench/gateway.ts does; sign-ins arriving together share a nonce
  *     commit), every answer checked 200, then the first PAID authorizations
  *     one at a time, every answer checked 200 with an access token. Prints
- *     the CPU time per check and per paid request.
+ *     the CPU time per check and per paid request. A run spends what it
+ *     sends: copy DIR (`cp -a`, which keeps the files' mtimes) for each run.
  *
  * The facilitator here is a stub that answers "valid" and "settled" at once
  * and counts its calls: the paid figure is the gateway's share only (claim,
  * checks, settle-and-grant transaction, token, answer), which is what
  * bench/gateway.ts reports as "gateway share" after subtracting the
- * facilitator's time. Each phase is warmed by nothing: run it twice with
- * counts 0 and N under valgrind and divide the difference by N.
- *
- *   cp -r DIR RUN && valgrind --tool=callgrind --callgrind-out-file=/dev/null \
- *     node_modules/bun/bin/bun.exe bench/entitlements-cost.ts run RUN 1000 0
+ * facilitator's time. Paid requests are not warmed: in production, as in
+ * bench/gateway.ts, each is a new buyer's first and rare, so cold code counts.
+ * (valgrind's instruction counts would not depend on the load, but under
+ * this machine's load a run outlived the sign-ins' 5 minutes.)
  *
  * docs/BENCHMARKS.md "Entitlements (issue 9)" has the figures.
  */
@@ -44,7 +45,7 @@ import { loadSettings } from "../src/settings";
 import { createStores } from "../src/stores";
 import { offerOf, paidProof, siwxHeaders } from "./lib/proofs";
 
-const [mode, dir, signInArg, paidArg] = process.argv.slice(2);
+const [mode, dir, signInArg, paidArg, warmArg] = process.argv.slice(2);
 if ((mode !== "prepare" && mode !== "run") || !dir) {
   console.error("usage: bench/entitlements-cost.ts prepare|run DIR [SIGNINS] [PAID]");
   process.exit(2);
