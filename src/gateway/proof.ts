@@ -7,8 +7,9 @@
 import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
-import { domainSeparator, type Hex, keccak256, recoverAddress, toBytes } from "viem";
+import { domainSeparator, type Hex, recoverAddress, keccak256 as viemKeccak256 } from "viem";
 import { checksum } from "../chain/address";
+import { keccak256, keccak256Hex } from "../chain/keccak";
 import { canonicalNetwork, NETWORKS, type NetworkName } from "../chain/networks";
 import { type ExactEvmPayload, type PaymentPayload, PaymentPayloadV1, PaymentPayloadV2 } from "../x402/models";
 import { Reason, valueReason } from "../x402/reasons";
@@ -174,8 +175,8 @@ export async function matchAndCheck(
  * once and the struct is one keccak over fixed-width words. A test checks it
  * against viem's hashTypedData.
  */
-const TRANSFER_WITH_AUTHORIZATION_TYPEHASH = keccak256(
-  toBytes(
+const TRANSFER_WITH_AUTHORIZATION_TYPEHASH = keccak256Hex(
+  Buffer.from(
     "TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)",
   ),
 ).slice(2);
@@ -207,10 +208,21 @@ export function authorizationDigest(
   proof: DecodedProof,
   requirement: Pick<AcceptedRequirement, "network" | "asset">,
 ): Hex {
-  const struct = keccak256(
-    `0x${TRANSFER_WITH_AUTHORIZATION_TYPEHASH}${addressWord(proof.from)}${addressWord(proof.to)}${word(proof.value)}${word(proof.validAfter)}${word(proof.validBefore)}${proof.nonce.slice(2)}`,
+  const struct = hexKeccak(
+    `${TRANSFER_WITH_AUTHORIZATION_TYPEHASH}${addressWord(proof.from)}${addressWord(proof.to)}${word(proof.value)}${word(proof.validAfter)}${word(proof.validBefore)}${proof.nonce.slice(2)}`,
   ).slice(2);
-  return keccak256(`0x1901${separatorOf(requirement.network, requirement.asset)}${struct}`);
+  return hexKeccak(`1901${separatorOf(requirement.network, requirement.asset)}${struct}`);
+}
+
+/**
+ * keccak256 of bare hex, as viem's `keccak256("0x" + hex)`: native (chain/keccak.ts, ~2 us
+ * against ~40 us in JS) for whole bytes; anything else (a value past 2^256 makes an odd-length
+ * word, which viem pads and Buffer would cut) goes to viem, so the digest never differs.
+ */
+function hexKeccak(hex: string): Hex {
+  return hex.length % 2 === 0 && /^[0-9a-fA-F]*$/.test(hex)
+    ? keccak256Hex(Buffer.from(hex, "hex"))
+    : viemKeccak256(`0x${hex}`);
 }
 
 /*
@@ -242,24 +254,31 @@ export const nativeSecp256k1: NativeSecp256k1 | null = (() => {
 })();
 
 /**
- * The address that signed `hash` (65-byte r||s||v signature), in lower case
- * (no checksum: one keccak less), or null when nothing can be recovered.
- * `native` null takes viem's pure-JS path (the fallback; tests compare both).
+ * The address that signed `hash` (32 bytes, or their 0x hex; 65-byte r||s||v
+ * signature), in lower case (no checksum: one keccak less), or null when
+ * nothing can be recovered. `native` null takes viem's pure-JS path (the
+ * fallback; tests compare both).
  */
 export async function recoverLowerCase(
-  hash: Hex,
+  hash: Hex | Uint8Array,
   signature: Hex,
   native = nativeSecp256k1,
 ): Promise<`0x${string}` | null> {
   try {
-    if (!native) return (await recoverAddress({ hash, signature })).toLowerCase() as `0x${string}`;
+    if (!native) {
+      const hex = typeof hash === "string" ? hash : (`0x${Buffer.from(hash).toString("hex")}` as Hex);
+      return (await recoverAddress({ hash: hex, signature })).toLowerCase() as `0x${string}`;
+    }
     const sig = Buffer.from(signature.slice(2), "hex");
     if (sig.length !== 65) return null;
     // v as viem takes it: 27/28 or the bare recovery bit 0/1.
     const v = sig[64] >= 27 ? sig[64] - 27 : sig[64];
     if (v !== 0 && v !== 1) return null;
-    const publicKey = native.ecdsaRecover(sig.subarray(0, 64), v, Buffer.from(hash.slice(2), "hex"), false);
-    return `0x${keccak256(publicKey.subarray(1)).slice(-40)}`;
+    const digest = typeof hash === "string" ? Buffer.from(hash.slice(2), "hex") : hash;
+    if (digest.length !== 32) return null;
+    const publicKey = native.ecdsaRecover(sig.subarray(0, 64), v, digest, false);
+    // The address is the last 20 bytes of keccak(x || y): native keccak, ~1.5 us against ~40 in JS.
+    return `0x${Buffer.from(keccak256(publicKey.subarray(1))).toString("hex", 12)}`;
   } catch {
     return null;
   }

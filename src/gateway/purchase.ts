@@ -12,7 +12,7 @@
  * Settle before serve: nothing decides `serve` for a new proof before the
  * ledger settler says it is paid.
  */
-import { stat } from "node:fs/promises";
+import { statSync } from "node:fs";
 import type { NetworkName } from "../chain/networks";
 import { parseCid } from "../content/cid";
 import type { AccessTokens } from "../entitlements/access-token";
@@ -114,10 +114,14 @@ export interface OfferExtensions {
 const NOT_PRICED: Decision = { kind: "notFound", message: "no paid content for this CID" };
 const NOT_A_CID: Decision = { kind: "notFound", message: "not a CID" };
 
-/** The file on disk is still the one indexed under this CID (checked before anyone is charged). */
+/**
+ * The file on disk is still the one indexed under this CID (checked before anyone is charged).
+ * A synchronous stat: ~2 us, against ~20 us of CPU for the thread-pool round trip of
+ * fs/promises' (issue 9 bench); the same answer, and content lives on a local disk.
+ */
 async function fileIsIndexed(item: PricedContent): Promise<boolean> {
   try {
-    const s = await stat(item.file.absolutePath);
+    const s = statSync(item.file.absolutePath);
     return s.isFile() && s.size === item.file.size && Math.trunc(s.mtimeMs) === item.file.mtimeMs;
   } catch {
     return false;
@@ -343,7 +347,7 @@ export function createPurchase(deps: PurchaseDeps) {
     if (!(await fileIsIndexed(item))) return NOT_PRICED;
     // Spent only when it opens the file: a HEAD, or a wallet that owns nothing, may sign in again.
     if (request.charge) {
-      const used = deps.siwx.use(verdict.key, now());
+      const used = await deps.siwx.use(verdict.key, now());
       if (used && !used.ok) return { kind: "refuse", item, x402Version: 2, reason: used.reason, message: used.message };
     }
     return serveEntitled(item, 2, verdict.address, entitlement, parseRange(request.range, item.file.size));

@@ -5,6 +5,7 @@
  * real client of `@x402/extensions` (`wrapFetchWithSIWx`) against our 402.
  */
 import { afterAll, beforeEach, expect, test } from "bun:test";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -201,6 +202,50 @@ test("the fast EIP-4361 text (viem) is the package's text, field for field; othe
     expect(siweMessage(v)).toBe(formatSIWEMessage({ ...rest, type: "eip191" }, address));
   }
   expect(siweMessage({ ...base, statement: "two\nlines" })).toBeUndefined();
+});
+
+test("the text names the signer's address checksummed, whatever its case, as both builders write it (90 addresses)", () => {
+  const info = server().challenge(RESOURCE, T0).info;
+  for (let i = 0; i < 90; i++) {
+    const checksummed = getAddress(`0x${randomBytes(20).toString("hex")}`);
+    const spelling = [checksummed, checksummed.toLowerCase(), `0x${checksummed.slice(2).toUpperCase()}`][i % 3];
+    const fields = { ...info, chainId: "eip155:8453", type: "eip191" as const };
+    const text = siweMessage({ ...fields, address: spelling, signature: "0x00" });
+    expect(text).toBe(formatSIWEMessage(fields, checksummed));
+    expect(text?.split("\n")[1]).toBe(checksummed);
+  }
+  // the placeholder's own address, and a domain that is an IP with a port
+  const zero = "0x0000000000000000000000000000000000000000";
+  const local = { ...info, domain: "127.0.0.1:8080", chainId: "eip155:8453", type: "eip191" as const };
+  expect(siweMessage({ ...local, address: zero, signature: "0x00" })).toBe(formatSIWEMessage(local, zero));
+});
+
+test("one field changed at a time, the same signer: each text is that field's own (no text reused for another)", () => {
+  const info = server().challenge(RESOURCE, T0).info;
+  const base = { ...info, chainId: "eip155:8453", type: "eip191" as const, requestId: "r1", notBefore: iso(T0 - 60) };
+  const changes: Partial<typeof base>[] = [
+    {},
+    { domain: "gw2.example.com" },
+    { statement: "Another statement." },
+    { uri: `${RESOURCE}x` },
+    { chainId: "eip155:84532" },
+    { nonce: `${info.nonce.slice(0, -1)}0` },
+    { issuedAt: iso(T0 - 1) },
+    { expirationTime: iso(T0 + 299) },
+    { notBefore: iso(T0 - 61) },
+    { requestId: "r2" },
+    { resources: [RESOURCE, `${RESOURCE}/more`] },
+  ];
+  for (const round of [1, 2]) {
+    for (const change of changes) {
+      const fields = { ...base, ...change };
+      expect({ round, change, text: siweMessage({ ...fields, address: buyer.address, signature: "0x00" }) }).toEqual({
+        round,
+        change,
+        text: formatSIWEMessage(fields, buyer.address),
+      });
+    }
+  }
 });
 
 test("a message for another site, or naming another domain, is refused", async () => {
@@ -409,7 +454,7 @@ test("verified without spending: the sign-in is spent once, by `use`, and only t
   if (!first.ok) throw new Error(`refused: ${first.reason}`);
   // not spent yet: verifying again (a HEAD, a wallet that owned nothing) is still fine
   expect(await s.verify(header, RESOURCE, T0 + 6, { consume: false })).toMatchObject({ ok: true });
-  expect(s.use(first.key, T0 + 7)).toBeUndefined();
-  refused(s.use(first.key, T0 + 8)!, "siwx_nonce_reused");
+  expect(await s.use(first.key, T0 + 7)).toBeUndefined();
+  refused((await s.use(first.key, T0 + 8))!, "siwx_nonce_reused");
   refused(await s.verify(header, RESOURCE, T0 + 9), "siwx_nonce_reused");
 });

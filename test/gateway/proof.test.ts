@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { hashTypedData } from "viem";
-import { authorizationDigest, decodeProof, matchAndCheck } from "../../src/gateway/proof";
+import { randomBytes } from "node:crypto";
+import { domainSeparator, getAddress, hashTypedData, keccak256 } from "viem";
+import { authorizationDigest, type DecodedProof, decodeProof, matchAndCheck } from "../../src/gateway/proof";
 import { buildPaymentRequired } from "../../src/gateway/requirements";
 import { Reason as Reasons } from "../../src/x402/reasons";
 import { authorizationTypedData } from "../support/authorization";
@@ -204,5 +205,47 @@ describe("authorizationDigest", () => {
         ),
       );
     }
+  });
+
+  test("equals viem's EIP-712 hash on 500 random authorizations (native keccak), and past 2^256 the old digest", () => {
+    const domain = { name: "USDC", version: "2", chainId: 84532, verifyingContract: USDC_SEPOLIA } as const;
+    const big = (bytes: number) => BigInt(`0x${randomBytes(bytes).toString("hex")}`);
+    for (let i = 0; i < 500; i++) {
+      const p = {
+        from: getAddress(`0x${randomBytes(20).toString("hex")}`),
+        to: getAddress(`0x${randomBytes(20).toString("hex")}`),
+        value: big(1 + (i % 32)),
+        validAfter: big(1 + (i % 8)),
+        validBefore: big(1 + (i % 32)),
+        nonce: `0x${randomBytes(32).toString("hex")}`,
+      } as const;
+      const expected = hashTypedData(authorizationTypedData(domain, p));
+      expect(authorizationDigest(p as unknown as DecodedProof, { network: "base-sepolia", asset: USDC_SEPOLIA })).toBe(
+        expected,
+      );
+    }
+    // A value no uint256 holds (the model lets 78 digits through): no EIP-712 hash exists; the
+    // digest stays what viem's keccak of the same words gave before (odd-length hex padded, not cut).
+    const p = {
+      from: buyer.address,
+      to: seller,
+      value: 10n ** 77n * 5n,
+      validAfter: 0n,
+      validBefore: 1n,
+      nonce: `0x${"ab".repeat(32)}`,
+    };
+    const word = (n: bigint) => n.toString(16).padStart(64, "0");
+    const typeHash = keccak256(
+      Buffer.from(
+        "TransferWithAuthorization(address from,address to,uint256 value,uint256 validAfter,uint256 validBefore,bytes32 nonce)",
+      ),
+    ).slice(2);
+    const struct = keccak256(
+      `0x${typeHash}${p.from.slice(2).toLowerCase().padStart(64, "0")}${p.to.slice(2).toLowerCase().padStart(64, "0")}${word(p.value)}${word(p.validAfter)}${word(p.validBefore)}${p.nonce.slice(2)}`,
+    ).slice(2);
+    expect(word(p.value).length % 2).toBe(1);
+    expect(authorizationDigest(p as unknown as DecodedProof, { network: "base-sepolia", asset: USDC_SEPOLIA })).toBe(
+      keccak256(`0x1901${domainSeparator({ domain }).slice(2)}${struct}`),
+    );
   });
 });
