@@ -66,7 +66,13 @@ describe("GET /v3/x402/stats after purchases on the devnet", () => {
     // The same totals as the ledger's own revenue figure.
     const payments = await m.api("GET", "/v3/x402/payments", undefined, ["read"]);
     expect(payments.body.data.totals).toEqual([
-      { network: "base-sepolia", asset: m.stack.devnet.token, amount: (2n * PRICE).toString(), count: 2 },
+      {
+        network: "base-sepolia",
+        asset: m.stack.devnet.token,
+        amount: (2n * PRICE).toString(),
+        amount_usd: `$${(Number(2n * PRICE) / 1e6).toFixed(2)}`,
+        count: 2,
+      },
     ]);
   });
 
