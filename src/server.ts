@@ -68,8 +68,9 @@ function withRoutableOrigin(fetch: Fetch): Fetch {
 export async function startServer(options: ServerOptions) {
   const { settings } = options;
   const log = options.log ?? createLogger(settings.logLevel);
-  const db = options.db ?? openDb(settings.db);
-  const jwtSecret = options.jwtSecret ?? resolveJwtSecret(settings);
+  const warn = (message: string) => log.warn(message);
+  const db = options.db ?? openDb(settings.db, { warn });
+  const jwtSecret = options.jwtSecret ?? resolveJwtSecret(settings, warn);
   const facilitator = options.facilitator ?? createFacilitator(settings, log);
   // One set of stores (and one catalog change signal) shared by pricing, the gateway and the API.
   const stores = options.stores ?? createStores(db, settings);
