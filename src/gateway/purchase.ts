@@ -12,9 +12,9 @@
  * Settle before serve: nothing decides `serve` for a new proof before the
  * ledger settler says it is paid.
  */
-import { stat } from "node:fs/promises";
 import type { NetworkName } from "../chain/networks";
 import { parseCid } from "../content/cid";
+import { type OpenFile, openIndexedFile } from "../content/file-handle";
 import type { AccessTokens } from "../entitlements/access-token";
 import { parseAccessPolicy } from "../entitlements/policy";
 import type { Siwx } from "../entitlements/siwx";
@@ -68,6 +68,8 @@ export type Decision =
       /** A token for later downloads, when an entitlement stands behind this one. */
       access?: { token: string; expiresAt: number };
       timings?: Timings;
+      /** The file, opened and checked (before the charge, when there is one): what the body streams from. */
+      file?: OpenFile;
     }
   | { kind: "rangeNotSatisfiable"; item: PricedContent }
   /** payment-identifier: this id came before with another payment (409). */
@@ -75,7 +77,9 @@ export type Decision =
   /** Sent to the chain, not confirmed yet: the same proof again shortly is served. */
   | { kind: "pending"; message: string }
   /** The facilitator (or chain) gave no answer: nothing was decided, the same proof may come again. */
-  | { kind: "unavailable"; message: string };
+  | { kind: "unavailable"; message: string }
+  /** Paid, but the file changed under its CID while the payment settled: the entitlement stands, come back (503). */
+  | { kind: "fileChanged"; message: string };
 
 /** An entitlement as the decision needs it (src/entitlements/store.ts). */
 export interface ActiveEntitlement {
@@ -114,14 +118,34 @@ export interface OfferExtensions {
 const NOT_PRICED: Decision = { kind: "notFound", message: "no paid content for this CID" };
 const NOT_A_CID: Decision = { kind: "notFound", message: "not a CID" };
 
-/** The file on disk is still the one indexed under this CID (checked before anyone is charged). */
-async function fileIsIndexed(item: PricedContent): Promise<boolean> {
+const FILE_CHANGED: Decision = {
+  kind: "fileChanged",
+  message: "the file changed while your payment settled; your purchase stands",
+};
+
+/**
+ * Runs `decide` with the file opened and checked first (file-handle.ts): a
+ * `serve` gets the handle, checked again (after a charge the file may have
+ * moved on); anything else closes it. Gone or other bytes before: not sold.
+ */
+async function withOpenFile(item: PricedContent, decide: () => Promise<Decision>): Promise<Decision> {
+  const file = await openIndexedFile(item.file, item.cid);
+  if (!file) return NOT_PRICED;
+  let d: Decision;
   try {
-    const s = await stat(item.file.absolutePath);
-    return s.isFile() && s.size === item.file.size && Math.trunc(s.mtimeMs) === item.file.mtimeMs;
-  } catch {
-    return false;
+    d = await decide();
+  } catch (e) {
+    await file.close();
+    throw e;
   }
+  if (d.kind !== "serve") {
+    await file.close();
+    return d;
+  }
+  if (await file.stillSame()) return { ...d, file };
+  await file.close();
+  // Paid for these bytes and cannot send them: the payment and its entitlement stand, the buyer comes back.
+  return d.receipt ? FILE_CHANGED : NOT_PRICED;
 }
 
 /** What the ledger settler is given: the row to claim and our own offer, never the client's copy of it. */
@@ -322,8 +346,9 @@ export function createPurchase(deps: PurchaseDeps) {
       const claims = await deps.accessTokens.verify(token, item.cid, now());
       const entitlement = claims && activeFor(claims.payer, item);
       if (!claims || !entitlement) continue;
-      if (!(await fileIsIndexed(item))) return NOT_PRICED;
-      return serveEntitled(item, 2, claims.payer, entitlement, parseRange(request.range, item.file.size));
+      return withOpenFile(item, () =>
+        serveEntitled(item, 2, claims.payer, entitlement, parseRange(request.range, item.file.size)),
+      );
     }
     // A browser sends its cookie on every request: a stale one must not hide a sign-in.
     const signIn = request.credentials.signIn;
@@ -340,13 +365,15 @@ export function createPurchase(deps: PurchaseDeps) {
     if (!verdict.ok) return { kind: "refuse", item, x402Version: 2, reason: verdict.reason, message: verdict.message };
     const entitlement = activeFor(verdict.address, item);
     if (!entitlement) return offer(item);
-    if (!(await fileIsIndexed(item))) return NOT_PRICED;
-    // Spent only when it opens the file: a HEAD, or a wallet that owns nothing, may sign in again.
-    if (request.charge) {
-      const used = deps.siwx.use(verdict.key, now());
-      if (used && !used.ok) return { kind: "refuse", item, x402Version: 2, reason: used.reason, message: used.message };
-    }
-    return serveEntitled(item, 2, verdict.address, entitlement, parseRange(request.range, item.file.size));
+    return withOpenFile(item, async () => {
+      // Spent only when it opens the file: a HEAD, or a wallet that owns nothing, may sign in again.
+      if (request.charge) {
+        const used = deps.siwx.use(verdict.key, now());
+        if (used && !used.ok)
+          return { kind: "refuse", item, x402Version: 2, reason: used.reason, message: used.message };
+      }
+      return serveEntitled(item, 2, verdict.address, entitlement, parseRange(request.range, item.file.size));
+    });
   }
 
   async function withProof(item: PricedContent, proof: DecodedProof, request: PurchaseRequest): Promise<Decision> {
@@ -356,12 +383,23 @@ export function createPurchase(deps: PurchaseDeps) {
       // The price may have changed since this proof was settled: a paid proof still serves.
       const row = matched.rejection.reason !== Reason.signature ? paidBefore(item, proof) : undefined;
       if (row && now() < servedUntil(row, item))
-        return serve(item, proof.x402Version, proof.from, row, range, activeFor(proof.from, item));
+        return withOpenFile(item, () =>
+          serve(item, proof.x402Version, proof.from, row, range, activeFor(proof.from, item)),
+        );
       return refuse(item, proof, matched.rejection.reason, matched.rejection.message);
     }
-    // Never charge for a file that is gone or changed since it was indexed.
-    if (!(await fileIsIndexed(item))) return NOT_PRICED;
+    // Never charge for a file that is gone or changed since it was indexed; what is paid for streams
+    // from the handle opened here, so a delete or a rename during the settle cannot take it away.
+    return withOpenFile(item, () => charge(item, proof, matched.value, request, range));
+  }
 
+  async function charge(
+    item: PricedContent,
+    proof: DecodedProof,
+    requirement: AcceptedRequirement,
+    request: PurchaseRequest,
+    range: ByteRange | "unsatisfiable" | undefined,
+  ): Promise<Decision> {
     // A fresh authorization from a buyer who owns the file: served, never settled (stock x402
     // clients sign a new one on every 402, so a retry or a re-download would otherwise pay again).
     const entitled = checkedLocally(proof) ? activeFor(proof.from, item) : undefined;
@@ -412,7 +450,7 @@ export function createPurchase(deps: PurchaseDeps) {
         return { kind: "pending", message: "an earlier payment of yours for this file is not confirmed yet" };
       }
     }
-    const paying = deps.settler.pay(attemptOf(item, matched.value, proof));
+    const paying = deps.settler.pay(attemptOf(item, requirement, proof));
     const mine = { nonce: proof.nonce, done: paying.catch(() => undefined) };
     if (!buying.has(key)) buying.set(key, mine);
     let outcome: Outcome;

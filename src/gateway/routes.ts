@@ -114,10 +114,17 @@ function refused(d: Extract<Decision, { kind: "refuse" }>, head: boolean): Respo
   return new Response(head ? null : cached.body, { status: 403, headers: cached.headers });
 }
 
-/** The paid file, streamed from disk (Bun sends it with sendfile; never read into memory). */
+/**
+ * The paid file, streamed from the handle the decision opened and checked
+ * (content/file-handle.ts: a file deleted or renamed over while the payment
+ * settled still sends the bytes paid for); never read into memory whole.
+ */
 function fileResponse(d: Extract<Decision, { kind: "serve" }>, head: boolean, path: string, secure: boolean): Response {
   const { item, range } = d;
   const { file } = item;
+  const opened = d.file;
+  if (!opened) return respond(FILE_CHANGED_LATE, head, path, secure); // every serve carries one; never the path
+  if (head) void opened.close();
   const headers: Record<string, string> = {
     ...CORS_HEADERS,
     "Content-Type": file.mediaType,
@@ -140,14 +147,13 @@ function fileResponse(d: Extract<Decision, { kind: "serve" }>, head: boolean, pa
   if (d.timings)
     headers["Server-Timing"] =
       `verify;dur=${d.timings.verifyMs.toFixed(2)}, settle;dur=${d.timings.settleMs.toFixed(2)}`;
-  const blob = Bun.file(file.absolutePath, { type: file.mediaType });
   if (range) {
     headers["Content-Range"] = `bytes ${range.start}-${range.end}/${file.size}`;
     headers["Content-Length"] = String(range.end - range.start + 1);
-    return new Response(head ? null : blob.slice(range.start, range.end + 1), { status: 206, headers });
+    return new Response(head ? null : opened.body(range), { status: 206, headers });
   }
   headers["Content-Length"] = String(file.size);
-  return new Response(head ? null : blob, { status: 200, headers });
+  return new Response(head ? null : opened.body(), { status: 200, headers });
 }
 
 /**
@@ -165,6 +171,8 @@ function accessTokensOf(headers: Headers): string[] | undefined {
   if (fromCookie) tokens.push(fromCookie);
   return tokens.length > 0 ? tokens : undefined;
 }
+
+const FILE_CHANGED_LATE: Decision = { kind: "fileChanged", message: "the file could not be opened" };
 
 /** The one mapping from a decision to what the client receives. */
 function respond(d: Decision, head: boolean, path: string, secure: boolean): Response {
@@ -194,6 +202,15 @@ function respond(d: Decision, head: boolean, path: string, secure: boolean): Res
           ),
         ),
         head,
+      );
+    case "fileChanged":
+      // Paid, and the bytes paid for cannot be sent now: the entitlement stands; the same proof, a
+      // sign-in or the access token gets the file once it is back under this CID.
+      return json(
+        503,
+        JSON.stringify(errorBody("file_changed", `${d.message}; present the same proof again shortly`)),
+        head,
+        { "Retry-After": "5" },
       );
     case "pending":
       // Not a refusal: the same proof, presented again once the transaction is mined, is served.

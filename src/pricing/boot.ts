@@ -5,6 +5,7 @@
  * reload is logged and the state already in the database keeps serving.
  */
 import type { ContentStore } from "../content/store";
+import { logFailure } from "../http/log-paths";
 import type { Logger } from "../http/logging";
 import type { InstructionStore } from "../instructions/store";
 import type { Settings } from "../settings";
@@ -29,7 +30,7 @@ export async function preparePricing(opts: {
     },
     "content indexed",
   );
-  for (const e of indexed.errors) opts.log.warn({ path: e.path }, `content file unreadable: ${e.message}`);
+  for (const e of indexed.errors) logFailure(opts.log, "warn", { path: e.path }, "content file unreadable", e.message);
   const pricing = createPricing({
     instructions: opts.instructions,
     content: opts.content,

@@ -13,6 +13,7 @@ import { statSync } from "node:fs";
 import { join } from "node:path";
 import type { ContentStore } from "../content/store";
 import { type FolderWatcher, watchFolder } from "../content/watch";
+import { logFailure } from "../http/log-paths";
 import type { Logger } from "../http/logging";
 import { findPricingFiles } from "./load";
 import type { Pricing } from "./service";
@@ -68,7 +69,7 @@ export function watchPricing(opts: PricingWatchOptions): FolderWatcher {
       debounceMs: opts.debounceMs ?? 100,
       pollMs: opts.pollMs ?? 5_000,
       relevant: (name) => name === null || /\.ya?ml$/i.test(name) || !/\.[^/\\]*$/.test(name),
-      onError: (e) => opts.log?.error({ err: (e as Error).message }, "pricing reload failed"),
+      onError: (e) => logFailure(opts.log, "error", {}, "pricing reload failed", e),
     },
   );
 }
