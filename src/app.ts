@@ -14,6 +14,7 @@ import type { Facilitator } from "./facilitator/types";
 import { createCatalog } from "./gateway/catalog";
 import { createPurchase } from "./gateway/purchase";
 import { createGatewayHandler, gatewayModule } from "./gateway/routes";
+import { createVerifyLimiter } from "./gateway/verify-limiter";
 import { errors } from "./http/errors";
 import type { Logger } from "./http/logging";
 import { instructionsModule } from "./instructions/routes";
@@ -41,6 +42,8 @@ export interface AppDeps {
   stores?: Stores;
   /** Where buyers reach this server, for the 402's resource URLs; default PUBLIC_URL. */
   publicUrl?: string;
+  /** Names a request's client (server.ts: the peer, or X-Forwarded-For with TRUST_PROXY); default unknown. */
+  clientAddress?: (request: Request) => string | undefined;
 }
 
 /**
@@ -81,8 +84,13 @@ export function composeApp(deps: AppDeps) {
         : undefined,
     }),
     paymentIdentifiers: stores.paymentIdentifiers,
+    verifyLimiter: createVerifyLimiter({ perMinute: settings.verifyFailuresPerMinute }),
   });
-  const gateway = createGatewayHandler({ purchase, secureCookies: publicUrl.startsWith("https:") });
+  const gateway = createGatewayHandler({
+    purchase,
+    secureCookies: publicUrl.startsWith("https:"),
+    clientAddress: deps.clientAddress,
+  });
   const app = new Elysia()
     .use(errors)
     .use(instructionsModule({ store: stores.instructions, settings, jwtSecret }))

@@ -12,9 +12,11 @@ import { type Db, openDb } from "./db/client";
 import { createFacilitator } from "./facilitator/create";
 import type { Facilitator } from "./facilitator/types";
 import { gatewayRoutes } from "./gateway/routes";
+import { clientAddressOf } from "./http/client-address";
 import { errorResponse } from "./http/errors";
 import { resolveJwtSecret } from "./http/jwt-secret";
 import { createLogger, type Logger, withRequestLog } from "./http/logging";
+import { startPruning } from "./ledger/prune";
 import { preparePricing } from "./pricing/boot";
 import { startWatchers } from "./pricing/watch";
 import type { Settings } from "./settings";
@@ -95,13 +97,25 @@ export async function startServer(options: ServerOptions) {
   });
   const url = `http://${settings.host.includes(":") ? `[${settings.host}]` : settings.host}:${server.port}`;
   const publicUrl = settings.port === 0 && settings.publicUrl.endsWith(":0") ? url : settings.publicUrl;
-  const { app, gateway } = composeApp({ settings, db, log, jwtSecret, facilitator, pricing, publicUrl, stores });
+  const clientAddress = clientAddressOf(server, settings.trustProxy);
+  const { app, gateway } = composeApp({
+    settings,
+    db,
+    log,
+    jwtSecret,
+    facilitator,
+    pricing,
+    publicUrl,
+    stores,
+    clientAddress,
+  });
   server.reload({
     routes: gatewayRoutes(gateway, (handler, path) => withRequestLog(handler, log, path)),
     fetch: withRequestLog(withRoutableOrigin(app.fetch), log),
     error: lastResort,
   });
   const watchers = pricing ? startWatchers({ content: stores.content, settings, pricing, log }) : undefined;
+  const pruning = startPruning({ payments: stores.payments, log });
 
   let stopped: Promise<void> | undefined;
   return {
@@ -124,6 +138,7 @@ export async function startServer(options: ServerOptions) {
     stop(force = false): Promise<void> {
       stopped ??= (async () => {
         await watchers?.close();
+        pruning.stop();
         await server.stop(force);
         if (!options.db) db.sqlite.close();
       })();

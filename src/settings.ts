@@ -67,6 +67,17 @@ function isHttpUrl(s: string): boolean {
   }
 }
 
+/** On/off: true, 1, yes, on / false, 0, no, off (any case). */
+const boolean = {
+  allows: "true or false (also 1/0, yes/no, on/off)",
+  parse: (s: string) => {
+    const v = s.trim().toLowerCase();
+    if (["true", "1", "yes", "on"].includes(v)) return true;
+    if (["false", "0", "no", "off"].includes(v)) return false;
+    return undefined;
+  },
+};
+
 const address = {
   allows: "a 0x-prefixed 20-byte address",
   parse: (s: string) => (isAddress(s, { strict: false }) ? getAddress(s) : undefined),
@@ -201,6 +212,24 @@ export const VARIABLES = {
     default: "30",
     doc: "bound on waiting for a settlement's receipt",
     ...wholeNumber(1, 3600),
+  }),
+  trustProxy: variable({
+    name: "TRUST_PROXY",
+    default: "false",
+    doc: "behind a reverse proxy: the client address is the last `X-Forwarded-For` entry (never trust it otherwise)",
+    ...boolean,
+  }),
+  verifyFailuresPerMinute: variable({
+    name: "VERIFY_FAILURES_PER_MINUTE",
+    default: "60",
+    doc: "payment proofs the facilitator refuses, at most, per client address and per payer in any minute; then 429",
+    ...wholeNumber(1, 1_000_000),
+  }),
+  configSettleMs: variable({
+    name: "CONFIG_SETTLE_MS",
+    default: "2000",
+    doc: "how long a pricing file that turned empty, unparsable or missing is taken as mid-save before its instructions go",
+    ...wholeNumber(0, 600_000),
   }),
   logLevel: variable({
     name: "LOG_LEVEL",

@@ -30,6 +30,7 @@ import { type DecodedProof, decodeProof, matchAndCheck, VALID_BEFORE_SKEW_SECOND
 import { type ByteRange, parseRange } from "./range";
 import { buildReceipt } from "./receipts";
 import type { AcceptedRequirement } from "./requirements";
+import type { VerifyLimiter } from "./verify-limiter";
 
 /** What the buyer presented: a payment proof, or proof of an earlier purchase. */
 export interface Credentials {
@@ -51,6 +52,8 @@ export interface PurchaseRequest {
   charge: boolean;
   /** The Range header: an unsatisfiable one is answered before anyone is charged. */
   range?: string | null;
+  /** The client's address (http/client-address.ts), for the limit on failed verifications; unknown: the payer's alone. */
+  client?: string;
 }
 
 export type Decision =
@@ -79,7 +82,9 @@ export type Decision =
   /** The facilitator (or chain) gave no answer: nothing was decided, the same proof may come again. */
   | { kind: "unavailable"; message: string }
   /** Paid, but the file changed under its CID while the payment settled: the entitlement stands, come back (503). */
-  | { kind: "fileChanged"; message: string };
+  | { kind: "fileChanged"; message: string }
+  /** Too many proofs the facilitator refused, from this client or payer (verify-limiter.ts): 429. */
+  | { kind: "tooManyFailures"; retryAfterSeconds: number };
 
 /** An entitlement as the decision needs it (src/entitlements/store.ts). */
 export interface ActiveEntitlement {
@@ -102,6 +107,8 @@ export interface PurchaseDeps {
   accessTokens: AccessTokens;
   siwx: Pick<Siwx, "challenge" | "verify" | "use">;
   paymentIdentifiers: Pick<PaymentIdentifierStore, "remember" | "attach" | "release">;
+  /** VERIFY_FAILURES_PER_MINUTE per client and payer; none: unlimited (tests of other things). */
+  verifyLimiter?: Pick<VerifyLimiter, "reserve">;
   /** ACCESS_TOKEN_TTL, in seconds. */
   accessTokenTtlSeconds: number;
   /** Unix seconds. */
@@ -450,14 +457,22 @@ export function createPurchase(deps: PurchaseDeps) {
         return { kind: "pending", message: "an earlier payment of yours for this file is not confirmed yet" };
       }
     }
+    // Past the limit of refused proofs for this client or payer: answered here, the facilitator never asked.
+    const reserved = deps.verifyLimiter?.reserve(request.client, proof.from);
+    if (reserved && !reserved.ok) {
+      if (paymentId?.ok) deps.paymentIdentifiers.release(paymentId.id, payloadHash);
+      return { kind: "tooManyFailures", retryAfterSeconds: reserved.retryAfterSeconds };
+    }
     const paying = deps.settler.pay(attemptOf(item, requirement, proof));
     const mine = { nonce: proof.nonce, done: paying.catch(() => undefined) };
     if (!buying.has(key)) buying.set(key, mine);
-    let outcome: Outcome;
+    let outcome: Outcome | undefined;
     try {
       outcome = await paying;
     } finally {
       if (buying.get(key) === mine) buying.delete(key);
+      // A refusal by the facilitator counts against the window; anything else gives the slot back.
+      reserved?.slot.done(outcome?.kind === "refused" && !outcome.held);
     }
     if (paymentId?.ok) {
       // The id names the payment this request made (an `existing` row may be another proof's); an

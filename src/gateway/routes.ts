@@ -20,6 +20,8 @@ export interface GatewayDeps {
   purchase: Purchase;
   /** PUBLIC_URL is https: access cookies are marked Secure. */
   secureCookies: boolean;
+  /** Names a request's client (TRUST_PROXY aware, http/client-address.ts); none: unknown. */
+  clientAddress?: (request: Request) => string | undefined;
 }
 
 /** Browsers may send the proof headers and read the payment headers only if CORS says so. */
@@ -212,6 +214,18 @@ function respond(d: Decision, head: boolean, path: string, secure: boolean): Res
         head,
         { "Retry-After": "5" },
       );
+    case "tooManyFailures":
+      return json(
+        429,
+        JSON.stringify(
+          errorBody(
+            "too_many_failed_payments",
+            "too many payment proofs from this client or payer were refused by the facilitator; try again later",
+          ),
+        ),
+        head,
+        { "Retry-After": String(d.retryAfterSeconds) },
+      );
     case "pending":
       // Not a refusal: the same proof, presented again once the transaction is mined, is served.
       return json(
@@ -224,19 +238,23 @@ function respond(d: Decision, head: boolean, path: string, secure: boolean): Res
 }
 
 /** Reads the request into the purchase's terms and answers its decision; synchronous up to the 402. */
-export function createGatewayHandler({ purchase, secureCookies }: GatewayDeps) {
+export function createGatewayHandler({ purchase, secureCookies, clientAddress }: GatewayDeps) {
   return function handle(request: Request, cid: string, head: boolean): Response | Promise<Response> {
     const headers = request.headers;
+    const paymentSignature = headers.get("payment-signature");
+    const xPayment = headers.get("x-payment");
     const decision = purchase.decide({
       cid,
       credentials: {
-        paymentSignature: headers.get("payment-signature"),
-        xPayment: headers.get("x-payment"),
+        paymentSignature,
+        xPayment,
         accessTokens: accessTokensOf(headers),
         signIn: headers.get(SIWX_HEADER),
       },
       charge: !head,
       range: headers.get("range"),
+      // Asked only when a proof is presented: the 402 path stays as it was.
+      client: paymentSignature !== null || xPayment !== null ? clientAddress?.(request) : undefined,
     });
     const path = `/x402/cid/${cid}`;
     return decision instanceof Promise

@@ -17,7 +17,15 @@ test("absolute paths are cut out of a logged message, relative names stay", () =
 
 test("logFailure: the path only in the debug line", () => {
   const lines: { level: number; err: string }[] = [];
-  const sink = { write: (t: string) => lines.push(...t.trim().split("\n").map((l) => JSON.parse(l))) };
+  const sink = {
+    write: (t: string) =>
+      lines.push(
+        ...t
+          .trim()
+          .split("\n")
+          .map((l) => JSON.parse(l)),
+      ),
+  };
   const error = new Error("ENOENT: no such file or directory, open '/srv/content/a.txt'");
   logFailure(createLogger("info", sink), "warn", {}, "content file unreadable", error);
   expect(lines).toHaveLength(1);
