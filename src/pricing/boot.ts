@@ -36,6 +36,7 @@ export async function preparePricing(opts: {
     content: opts.content,
     settings: opts.settings,
     log: opts.log,
+    settleMs: opts.settings.configSettleMs,
   });
   pricing.reload("start");
   return pricing;
