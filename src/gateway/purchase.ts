@@ -108,7 +108,7 @@ export interface PurchaseDeps {
   siwx: Pick<Siwx, "challenge" | "verify" | "use">;
   paymentIdentifiers: Pick<PaymentIdentifierStore, "remember" | "attach" | "release">;
   /** VERIFY_FAILURES_PER_MINUTE per client and payer; none: unlimited (tests of other things). */
-  verifyLimiter?: Pick<VerifyLimiter, "reserve">;
+  verifyLimiter?: Pick<VerifyLimiter, "blocked" | "reserve">;
   /** ACCESS_TOKEN_TTL, in seconds. */
   accessTokenTtlSeconds: number;
   /** Unix seconds. */
@@ -334,6 +334,9 @@ export function createPurchase(deps: PurchaseDeps) {
       if (accessTokens) return withToken(item, accessTokens, request);
       return signIn ? withSignIn(item, signIn, request) : offer(item);
     }
+    // A client over its limit of refused proofs: answered before the proof is even decoded.
+    const wait = request.charge && request.client ? (deps.verifyLimiter?.blocked(request.client) ?? 0) : 0;
+    if (wait > 0) return { kind: "tooManyFailures", retryAfterSeconds: wait };
     const decoded = decodeProof(header);
     if (!decoded.ok) return { kind: "refuse", item, x402Version: paymentSignature ? 2 : 1, ...decoded.rejection };
     return withProof(item, decoded.value, request);
@@ -384,6 +387,8 @@ export function createPurchase(deps: PurchaseDeps) {
   }
 
   async function withProof(item: PricedContent, proof: DecodedProof, request: PurchaseRequest): Promise<Decision> {
+    const wait = request.charge ? (deps.verifyLimiter?.blocked(request.client, proof.from) ?? 0) : 0;
+    if (wait > 0) return { kind: "tooManyFailures", retryAfterSeconds: wait };
     const range = parseRange(request.range, item.file.size);
     const matched = await matchAndCheck(proof, item.required.accepts, now());
     if (!matched.ok) {

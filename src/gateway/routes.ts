@@ -174,6 +174,14 @@ function accessTokensOf(headers: Headers): string[] | undefined {
   return tokens.length > 0 ? tokens : undefined;
 }
 
+/** The 429 body, built once: a flood past the limit is answered at the cost of a map lookup. */
+const TOO_MANY_FAILURES = JSON.stringify(
+  errorBody(
+    "too_many_failed_payments",
+    "too many payment proofs from this client or payer were refused by the facilitator; try again later",
+  ),
+);
+
 const FILE_CHANGED_LATE: Decision = { kind: "fileChanged", message: "the file could not be opened" };
 
 /** The one mapping from a decision to what the client receives. */
@@ -215,17 +223,7 @@ function respond(d: Decision, head: boolean, path: string, secure: boolean): Res
         { "Retry-After": "5" },
       );
     case "tooManyFailures":
-      return json(
-        429,
-        JSON.stringify(
-          errorBody(
-            "too_many_failed_payments",
-            "too many payment proofs from this client or payer were refused by the facilitator; try again later",
-          ),
-        ),
-        head,
-        { "Retry-After": String(d.retryAfterSeconds) },
-      );
+      return json(429, TOO_MANY_FAILURES, head, { "Retry-After": String(d.retryAfterSeconds) });
     case "pending":
       // Not a refusal: the same proof, presented again once the transaction is mined, is served.
       return json(

@@ -58,21 +58,50 @@ export function createVerifyLimiter(opts: VerifyLimiterOptions) {
     return w;
   }
 
-  /**
-   * A slot for one proof of `payer` from `client` (undefined when unknown:
-   * then only the payer counts), or how long to wait.
-   */
-  function reserve(client: string | undefined, payer: string): Reservation {
-    const at = now();
-    const keys = client ? [`ip:${client}`, `payer:${payer.toLowerCase()}`] : [`payer:${payer.toLowerCase()}`];
-    const ws = keys.map((k) => windowOf(k, at));
+  const keysOf = (client: string | undefined, payer: string | undefined) => {
+    const keys: string[] = [];
+    if (client) keys.push(`ip:${client}`);
+    if (payer) keys.push(`payer:${payer.toLowerCase()}`);
+    return keys;
+  };
+
+  /** Seconds until one of these windows has room, or 0 when all have. */
+  function waitFor(ws: Window[], at: number): number {
     let retryAt = 0;
     for (const w of ws) {
       if (w.failures.length + w.inflight < opts.perMinute) continue;
       // Full: free again when the oldest failure leaves the window (or, with only proofs in flight, shortly).
       retryAt = Math.max(retryAt, w.failures.length > 0 ? w.failures[0] + WINDOW_MS : at + 1000);
     }
-    if (retryAt > 0) return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil((retryAt - at) / 1000)) };
+    return retryAt > 0 ? Math.max(1, Math.ceil((retryAt - at) / 1000)) : 0;
+  }
+
+  /**
+   * Seconds to wait when this client or payer is over the limit already, or
+   * 0. Asked for the client before the proof is decoded, and for the payer
+   * before its signature is checked: past the limit, a flood costs a map
+   * lookup per request, not an ECDSA recovery.
+   */
+  function blocked(client: string | undefined, payer?: string): number {
+    const at = now();
+    const ws: Window[] = [];
+    for (const k of keysOf(client, payer)) {
+      const w = windows.get(k);
+      if (w) ws.push(w);
+    }
+    for (const w of ws) while (w.failures.length > 0 && w.failures[0] <= at - WINDOW_MS) w.failures.shift();
+    return waitFor(ws, at);
+  }
+
+  /**
+   * A slot for one proof of `payer` from `client` (undefined when unknown:
+   * then only the payer counts), or how long to wait.
+   */
+  function reserve(client: string | undefined, payer: string): Reservation {
+    const at = now();
+    const ws = keysOf(client, payer).map((k) => windowOf(k, at));
+    const wait = waitFor(ws, at);
+    if (wait > 0) return { ok: false, retryAfterSeconds: wait };
     for (const w of ws) w.inflight++;
     let open = true;
     return {
@@ -91,7 +120,7 @@ export function createVerifyLimiter(opts: VerifyLimiterOptions) {
     };
   }
 
-  return { reserve, size: () => windows.size };
+  return { blocked, reserve, size: () => windows.size };
 }
 
 export type VerifyLimiter = ReturnType<typeof createVerifyLimiter>;
