@@ -27,19 +27,25 @@ export function seededRandom(seed = Number(process.env.CHAOS_SEED ?? 1)) {
   };
 }
 
-/** A digest of every row of every table (migrations' own bookkeeping aside). */
-export function databaseDigest(db: Db): string {
-  const hash = createHash("sha256");
+/** A digest of every row of each table (migrations' own bookkeeping aside), by table name. */
+export function databaseDigest(db: Db): Record<string, string> {
   const tables = db.sqlite
     .query<{ name: string }, []>(
       "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '__drizzle%' ORDER BY name",
     )
     .all();
+  const out: Record<string, string> = {};
   for (const { name } of tables) {
-    hash.update(name);
+    const hash = createHash("sha256");
     for (const row of db.sqlite.query(`SELECT * FROM "${name}" ORDER BY rowid`).all()) hash.update(JSON.stringify(row));
+    out[name] = hash.digest("hex");
   }
-  return hash.digest("hex");
+  return out;
+}
+
+/** The tables whose rows differ between two digests. */
+export function changedTables(before: Record<string, string>, after: Record<string, string>): string[] {
+  return Object.keys({ ...before, ...after }).filter((t) => before[t] !== after[t]);
 }
 
 /** A 5xx whose body is not the one JSON error shape (Bun's "Something went wrong!", say). */
