@@ -5,10 +5,14 @@
  *
  * A folder or file found with wider modes (created by an older version, a
  * restore, a umask) is tightened, and the operator is told once with the
- * modes before and after. Warnings name the setting or the file's own name,
- * never an absolute path (paths are for debug logs only).
+ * modes before and after. A folder is tightened only when it is cidgate's
+ * own: not the working folder or the root, no sticky bit (/tmp), owned by
+ * this user, and holding nothing but cidgate's files (CIDGATE_DB=/var/lib/x.db
+ * must not make /var/lib private); otherwise the warning says to do it by
+ * hand. Warnings name the setting or the file's own name, never an absolute
+ * path (paths are for debug logs only).
  */
-import { chmodSync, closeSync, mkdirSync, openSync, statSync } from "node:fs";
+import { chmodSync, closeSync, mkdirSync, openSync, readdirSync, statSync } from "node:fs";
 import { basename, resolve } from "node:path";
 
 export const PRIVATE_DIR_MODE = 0o700;
@@ -21,21 +25,40 @@ export const stderrWarn: Warn = (message) => console.warn(`cidgate: warning: ${m
 
 const octal = (mode: number) => `0${(mode & 0o777).toString(8)}`;
 
-/** Leaves the modes of the working folder and the filesystem root alone: they are not ours to narrow. */
-function ours(dir: string): boolean {
+/** Names cidgate keeps in its data folder (with their temp and journal siblings). */
+const OWN_FILE = /^(jwt-secret|devnet\.json)(\..*)?$|\.(db|sqlite3?)(-wal|-shm|-journal)?$/;
+
+/** Whether `dir` is cidgate's own folder, safe to narrow (see the file comment). */
+function ours(dir: string, mode: number, uid: number, extraNames: readonly string[]): boolean {
   const full = resolve(dir);
-  return full !== resolve(".") && full !== resolve("/");
+  if (full === resolve(".") || full === resolve("/") || (mode & 0o1000) !== 0) return false;
+  if (process.getuid && uid !== process.getuid()) return false;
+  return readdirSync(dir).every((n) => OWN_FILE.test(n) || extraNames.some((e) => n.startsWith(e)));
 }
 
 /**
  * Creates `dir` (and its parents) 0700, or tightens an existing one whose
- * group or others bits are set. `label` says which folder it is in the warning.
+ * group or others bits are set. `label` says which folder it is in the
+ * warning; `ownNames` are more name prefixes of cidgate's files in it (the
+ * database's own name).
  */
-export function ensurePrivateDir(dir: string, label: string, warn: Warn = stderrWarn): void {
+export function ensurePrivateDir(
+  dir: string,
+  label: string,
+  warn: Warn = stderrWarn,
+  ownNames: readonly string[] = [],
+): void {
   mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
-  if (!ours(dir)) return;
-  const mode = statSync(dir).mode;
+  const { mode, uid } = statSync(dir);
   if ((mode & 0o077) === 0) return;
+  if (!ours(dir, mode, uid, ownNames)) {
+    // The working folder is the operator's own business (the files in it are still 0600).
+    if (resolve(dir) !== resolve("."))
+      warn(
+        `${label} is readable by other users (${octal(mode)}) and holds more than cidgate's files: left as it is; make it 0700 if it is cidgate's alone`,
+      );
+    return;
+  }
   chmodSync(dir, PRIVATE_DIR_MODE);
   warn(`${label} was readable by other users (${octal(mode)}); tightened to ${octal(PRIVATE_DIR_MODE)}`);
 }

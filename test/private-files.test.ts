@@ -102,3 +102,17 @@ test("`cidgate devnet` writes devnet.json 0600 into a folder it tightens to 0700
   expect(stderr).toContain("tightened to 0700");
   expect(stderr).not.toContain(root);
 }, 30_000);
+
+test("a shared folder (other files in it) is never narrowed: a warning says to do it by hand", () => {
+  const dir = join(root, "shared");
+  mkdirSync(dir, { recursive: true });
+  chmodSync(dir, 0o755);
+  writeFileSync(join(dir, "someone-else.txt"), "not cidgate's\n");
+  const warnings: string[] = [];
+  const db = openDb(join(dir, "ledger.sqlite"), { warn: (m) => warnings.push(m) });
+  expect(modeOf(dir)).toBe(0o755);
+  expect(modeOf(join(dir, "ledger.sqlite"))).toBe(0o600);
+  expect(warnings).toHaveLength(1);
+  expect(warnings[0]).toContain("left as it is");
+  db.sqlite.close();
+});

@@ -6,7 +6,7 @@
  * a warning (private-files.ts).
  */
 import { Database } from "bun:sqlite";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { drizzle } from "drizzle-orm/bun-sqlite";
 import { migrate } from "drizzle-orm/bun-sqlite/migrator";
 import type { BaseSQLiteDatabase } from "drizzle-orm/sqlite-core";
@@ -18,7 +18,7 @@ const MIGRATIONS = join(import.meta.dir, "../../drizzle");
 export function openDb(path: string, opts: { warn?: Warn } = {}) {
   const onDisk = path !== ":memory:" && path !== "";
   if (onDisk) {
-    ensurePrivateDir(dirname(path), "the database folder", opts.warn);
+    ensurePrivateDir(dirname(path), "the database folder", opts.warn, [basename(path)]);
     ensurePrivateFile(path, opts.warn);
     // Left by an earlier run with wider modes (SQLite keeps an existing file's mode).
     for (const suffix of ["-wal", "-shm"]) tightenPrivateFile(path + suffix, opts.warn);
