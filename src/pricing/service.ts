@@ -14,7 +14,7 @@
  * good state keeps serving. Past the window an empty or deleted file applies.
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { join, relative, sep } from "node:path";
 import type { ContentStore } from "../content/store";
 import type { Logger } from "../http/logging";
 import type { InstructionStore } from "../instructions/store";
@@ -97,6 +97,23 @@ export function createPricing(opts: PricingOptions): Pricing {
   let hadContent = new Set<string>();
   /** File -> when it was first seen empty or missing (Date.now ms). */
   const inDoubtSince = new Map<string, number>();
+  /** File -> when it first failed to load after having loaded (Date.now ms): likely mid-save. */
+  const brokenSince = new Map<string, number>();
+
+  /** A refusal whose every error is in a file that loaded before and broke less than CONFIG_SETTLE_MS ago. */
+  function midSave(errors: readonly PricingProblem[]): boolean {
+    if (settleMs === 0 || errors.length === 0) return false;
+    const t = Date.now();
+    // Problems name the file under the config folder; sources (and so hadContent) name it relative to it.
+    const files = new Set(errors.map((e) => relative(opts.settings.configDir, e.file).split(sep).join("/")));
+    for (const f of brokenSince.keys()) if (!files.has(f)) brokenSince.delete(f);
+    for (const f of files) {
+      if (!hadContent.has(f)) return false;
+      if (!brokenSince.has(f)) brokenSince.set(f, t);
+      if (t - brokenSince.get(f)! >= settleMs) return false;
+    }
+    return true;
+  }
 
   /** The files in doubt now, with how long each still has (ms, > 0). */
   function inDoubt(): { file: string; leftMs: number }[] {
@@ -160,7 +177,16 @@ export function createPricing(opts: PricingOptions): Pricing {
     }
     report.durationMs = Math.round((performance.now() - started) * 100) / 100;
     lastReload = report;
+    if (report.result === "rejected" && midSave(report.errors)) {
+      // Refused as any invalid file is (nothing removed, the last good state serves), said quietly.
+      opts.log?.info(
+        { trigger, files: [...brokenSince.keys()] },
+        "pricing file does not parse yet: taken as being saved; the last good state keeps serving",
+      );
+      return report;
+    }
     if (report.result !== "rejected") {
+      brokenSince.clear();
       lastGood = { at: report.at, trigger, files: report.files, instructions: report.instructions, cids: report.cids };
       hadContent = new Set(
         loaded.instructions.map((i) => i.source.slice("file:".length, i.source.length - i.key.length - 1)),
@@ -187,7 +213,7 @@ export function createPricing(opts: PricingOptions): Pricing {
       cids: lastGood?.cids ?? 0,
       changes: emptyChanges(),
       errors: doubtful.map(({ file, leftMs }) => ({
-        file,
+        file: join(opts.settings.configDir, file), // as every other problem names it
         line: 1,
         column: 1,
         rule: "file-settling",

@@ -12,7 +12,7 @@ import { cidOfBytes } from "../../src/content/cid";
 import { createLogger } from "../../src/http/logging";
 import { type RunningServer, startServer } from "../../src/server";
 import { eventually } from "../support/eventually";
-import { instruction, pricingFile, tempDirs } from "./helpers";
+import { CID_A as CID, instruction, pricingFile, tempDirs } from "./helpers";
 
 const TEXT = "# sold\n";
 let dirs: ReturnType<typeof tempDirs>;
@@ -84,4 +84,41 @@ test("a file left empty past CONFIG_SETTLE_MS is a removal: its instructions go"
   writeFileSync(join(dirs.configDir, "a.yaml"), "");
   await eventually(() => idOf() === undefined);
   expect((await fetch(`${server.url}/x402/cid/${cid}`)).status).toBe(404);
+});
+
+test("a save that leaves a file unparsable for a moment is refused quietly (info), removes nothing, and the ids stay", async () => {
+  const { openDb } = await import("../../src/db/client");
+  const { createStores } = await import("../../src/stores");
+  const { createPricing } = await import("../../src/pricing/service");
+  const local = tempDirs();
+  const db = openDb(":memory:");
+  try {
+    const stores = createStores(db, local.settings);
+    const lines: { level: number; msg: string }[] = [];
+    const log = createLogger("info", {
+      write: (t: string) =>
+        lines.push(
+          ...t
+            .trim()
+            .split("\n")
+            .map((l) => JSON.parse(l)),
+        ),
+    });
+    const pricing = createPricing({ ...stores, settings: local.settings, env: {}, log, settleMs: 2000 });
+    local.write("a.yaml", pricingFile(instruction("one", { cids: [CID] })));
+    expect(pricing.reload("start").result).toBe("applied");
+    const id = stores.instructions.forCid(CID)?.id;
+    local.write("a.yaml", "instructions:\n  one:\n    name: [half written");
+    const from = lines.length;
+    expect(pricing.reload("config").result).toBe("rejected");
+    expect(lines.slice(from).map((l) => [l.level, l.msg])).toEqual([
+      [30, "pricing file does not parse yet: taken as being saved; the last good state keeps serving"],
+    ]);
+    local.write("a.yaml", pricingFile(instruction("one", { cids: [CID], price: "$0.03" })));
+    expect(pricing.reload("config").result).toBe("applied");
+    expect(stores.instructions.forCid(CID)?.id).toBe(id);
+  } finally {
+    db.sqlite.close();
+    local.cleanup();
+  }
 });
