@@ -15,6 +15,7 @@ import type { Facilitator } from "./facilitator/types";
 import { createCatalog } from "./gateway/catalog";
 import { createPurchase } from "./gateway/purchase";
 import { createGatewayHandler, gatewayModule } from "./gateway/routes";
+import { createVerifyLimiter } from "./gateway/verify-limiter";
 import { errors } from "./http/errors";
 import { healthModule } from "./http/health";
 import type { Logger } from "./http/logging";
@@ -54,6 +55,8 @@ export interface AppDeps {
   publicUrl?: string;
   /** Sends the webhook outbox (server.ts runs it); without it events are only queued. */
   dispatcher?: Dispatcher;
+  /** Names a request's client (server.ts: the peer, or X-Forwarded-For with TRUST_PROXY); default unknown. */
+  clientAddress?: (request: Request) => string | undefined;
 }
 
 /**
@@ -106,6 +109,7 @@ export function composeApp(deps: AppDeps) {
           : undefined,
       }),
       paymentIdentifiers: stores.paymentIdentifiers,
+      verifyLimiter: createVerifyLimiter({ perMinute: settings.verifyFailuresPerMinute }),
     }),
     { counters: stats.counters, metrics: stats.metrics, lookup: catalog.lookup },
   );
@@ -118,6 +122,7 @@ export function composeApp(deps: AppDeps) {
   const gateway = createGatewayHandler({
     purchase,
     secureCookies: publicUrl.startsWith("https:"),
+    clientAddress: deps.clientAddress,
     pages: { offerPage: paywall.offerPage, disposition: paywall.disposition, headers: PAGE_HEADERS },
   });
   // Every management module checks tokens against the one revocation store.

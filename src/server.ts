@@ -12,10 +12,12 @@ import { type Db, openDb } from "./db/client";
 import { createFacilitator } from "./facilitator/create";
 import type { Facilitator } from "./facilitator/types";
 import { gatewayRoutes } from "./gateway/routes";
+import { clientAddressOf } from "./http/client-address";
 import { errorResponse } from "./http/errors";
 import { publicUrlCheck } from "./http/forwarded";
 import { resolveJwtSecret } from "./http/jwt-secret";
 import { createLogger, type Logger, withRequestLog } from "./http/logging";
+import { startPruning } from "./ledger/prune";
 import { createDispatcher, type DispatcherOptions } from "./notifications/dispatcher";
 import { reportReloadFailures } from "./notifications/hooks";
 import { preparePricing } from "./pricing/boot";
@@ -82,8 +84,9 @@ function withRoutableOrigin(fetch: Fetch): Fetch {
 export async function startServer(options: ServerOptions) {
   const { settings } = options;
   const log = options.log ?? createLogger(settings.logLevel);
-  const db = options.db ?? openDb(settings.db);
-  const jwtSecret = options.jwtSecret ?? resolveJwtSecret(settings);
+  const warn = (message: string) => log.warn(message);
+  const db = options.db ?? openDb(settings.db, { warn });
+  const jwtSecret = options.jwtSecret ?? resolveJwtSecret(settings, warn);
   const facilitator = options.facilitator ?? createFacilitator(settings, log);
   // One set of stores (and one catalog change signal) shared by pricing, the gateway and the API.
   const stores = options.stores ?? createStores(db, settings);
@@ -112,6 +115,7 @@ export async function startServer(options: ServerOptions) {
   });
   const url = `http://${settings.host.includes(":") ? `[${settings.host}]` : settings.host}:${server.port}`;
   const publicUrl = settings.port === 0 && settings.publicUrl.endsWith(":0") ? url : settings.publicUrl;
+  const clientAddress = clientAddressOf(server, settings.trustProxy);
   const { app, gateway, settler, stats } = composeApp({
     settings,
     db,
@@ -122,6 +126,7 @@ export async function startServer(options: ServerOptions) {
     publicUrl,
     stores,
     dispatcher,
+    clientAddress,
   });
   const { metrics } = stats;
   // Behind a trusted proxy with an http PUBLIC_URL: warn once if requests come in over https (http/forwarded.ts).
@@ -143,6 +148,7 @@ export async function startServer(options: ServerOptions) {
   stats.start();
   const watchers = pricing ? startWatchers({ content: stores.content, settings, pricing, log }) : undefined;
   dispatcher.start();
+  const pruning = startPruning({ payments: stores.payments, log });
 
   let stopped: Promise<void> | undefined;
   return {
@@ -167,6 +173,7 @@ export async function startServer(options: ServerOptions) {
     stop(force = false): Promise<void> {
       stopped ??= (async () => {
         await watchers?.close();
+        pruning.stop();
         const graceMs = options.shutdownGraceMs ?? 2 * settings.facilitatorTimeoutMs + 1000;
         const drained = await drainRequests(server, { force, graceMs, settler, log });
         if (!drained) await server.stop(true);

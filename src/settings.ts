@@ -67,6 +67,17 @@ function isHttpUrl(s: string): boolean {
   }
 }
 
+/** On/off: true, 1, yes, on / false, 0, no, off (any case). */
+const boolean = {
+  allows: "true or false (also 1/0, yes/no, on/off)",
+  parse: (s: string) => {
+    const v = s.trim().toLowerCase();
+    if (["true", "1", "yes", "on"].includes(v)) return true;
+    if (["false", "0", "no", "off"].includes(v)) return false;
+    return undefined;
+  },
+};
+
 const address = {
   allows: "a 0x-prefixed 20-byte address",
   parse: (s: string) => (isAddress(s, { strict: false }) ? getAddress(s) : undefined),
@@ -89,13 +100,6 @@ export const VARIABLES = {
     defaultDoc: "`http://HOST:PORT`",
     doc: "origin used in the 402's `resource` URLs (set it behind a proxy)",
     ...httpUrl,
-  }),
-  trustProxy: variable({
-    name: "TRUST_PROXY",
-    default: "false",
-    doc: "behind a reverse proxy: trust its `X-Forwarded-For` and `X-Forwarded-Proto` (only if clients cannot reach cidgate directly)",
-    allows: "true or false",
-    parse: (s) => (s === "true" || s === "1" ? true : s === "false" || s === "0" ? false : undefined),
   }),
   db: variable({ name: "CIDGATE_DB", default: "data/cidgate.db", doc: "SQLite file (`:memory:` allowed)", ...text }),
   dataDir: variable({
@@ -208,6 +212,24 @@ export const VARIABLES = {
     default: "30",
     doc: "bound on waiting for a settlement's receipt",
     ...wholeNumber(1, 3600),
+  }),
+  trustProxy: variable({
+    name: "TRUST_PROXY",
+    default: "false",
+    doc: "behind a reverse proxy: trust its `X-Forwarded-For` (the client address is its last entry) and `X-Forwarded-Proto`; only when clients cannot reach cidgate directly",
+    ...boolean,
+  }),
+  verifyFailuresPerMinute: variable({
+    name: "VERIFY_FAILURES_PER_MINUTE",
+    default: "60",
+    doc: "payment proofs the facilitator refuses, at most, per client address and per payer in any minute; then 429",
+    ...wholeNumber(1, 1_000_000),
+  }),
+  configSettleMs: variable({
+    name: "CONFIG_SETTLE_MS",
+    default: "2000",
+    doc: "how long a pricing file that turned empty, unparsable or missing is taken as mid-save before its instructions go",
+    ...wholeNumber(0, 600_000),
   }),
   logLevel: variable({
     name: "LOG_LEVEL",

@@ -5,9 +5,10 @@
  * writes it as JSON (default data/devnet.json). Ctrl-C stops anvil and removes
  * the file, which describes a chain that no longer exists.
  */
-import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { startDevnet } from "../chain/devnet";
+import { ensurePrivateDir } from "../private-files";
 import { defineCommand, UsageError } from "./command";
 
 function wholeNumber(raw: string | undefined, name: string, fallback: number, max: number): number {
@@ -56,9 +57,11 @@ export const command = defineCommand({
       /** anvil's process id, for scripts that check it is gone. */
       pid: devnet.pid,
     };
-    mkdirSync(dirname(out) || ".", { recursive: true });
+    // It holds private keys: the folder 0700, the file 0600 (a leftover temp file is replaced, not reused).
+    ensurePrivateDir(dirname(out) || ".", "the devnet file's folder");
+    rmSync(`${out}.tmp`, { force: true });
     // Written whole then renamed: a script polling for the file never reads half of it.
-    writeFileSync(`${out}.tmp`, `${JSON.stringify(description, null, 2)}\n`, { mode: 0o600 });
+    writeFileSync(`${out}.tmp`, `${JSON.stringify(description, null, 2)}\n`, { mode: 0o600, flag: "wx" });
     renameSync(`${out}.tmp`, out);
 
     console.log(`devnet: anvil on ${devnet.rpcUrl}, chain id ${devnet.chainId} (base-sepolia)`);

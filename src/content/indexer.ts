@@ -1,7 +1,9 @@
 /**
  * Keeps content_files in step with the content folder: a walk compares each
- * file's size and mtime with its row and hashes only files that are new or
- * changed, so a file is hashed once per change and never per request.
+ * file's identity (size, mtime, inode and ctime: identity.ts) with its row and
+ * hashes only files that are new or changed, so a file is hashed once per
+ * change and never per request. Size and mtime alone are not enough: a
+ * rewrite with `touch -d` keeps both, and would be sold under the old CID.
  *
  * Only regular files are indexed. Symbolic links are not followed (the root
  * folder itself may be one), and hidden names are skipped, so nothing outside
@@ -13,6 +15,7 @@ import type { Dirent } from "node:fs";
 import { lstat, readdir, realpath, stat } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { cidOfFile } from "./cid";
+import { type FileIdentity, identityOf, sameIdentity } from "./identity";
 import { mediaTypeOf } from "./media";
 import { toStoredPath } from "./paths";
 
@@ -26,11 +29,9 @@ export interface IndexChanges {
 }
 
 /** What the index keeps of a file to tell whether it changed. */
-export interface IndexedFile {
+export interface IndexedFile extends FileIdentity {
   path: string;
   cid: string;
-  size: number;
-  mtimeMs: number;
 }
 
 /** The content_files table as the walk sees it; the content store implements it. */
@@ -40,15 +41,10 @@ export interface IndexTable {
   write(upserts: (IndexedFile & { mediaType: string })[], removed: string[]): void;
 }
 
-interface Seen {
+interface Seen extends FileIdentity {
   path: string;
   absolute: string;
-  size: number;
-  mtimeMs: number;
 }
-
-/** Whole milliseconds: what the integer column keeps and what a later walk compares. */
-const ms = (mtimeMs: number) => Math.trunc(mtimeMs);
 
 async function walk(root: string, dir: string, out: Seen[], errors: IndexChanges["errors"]): Promise<void> {
   let entries: Dirent[];
@@ -68,7 +64,7 @@ async function walk(root: string, dir: string, out: Seen[], errors: IndexChanges
       try {
         const s = await lstat(absolute);
         if (!s.isFile()) continue; // replaced by a link or folder since readdir
-        out.push({ path: toStoredPath(relative(root, absolute)), absolute, size: s.size, mtimeMs: ms(s.mtimeMs) });
+        out.push({ path: toStoredPath(relative(root, absolute)), absolute, ...identityOf(s) });
       } catch (e) {
         if ((e as NodeJS.ErrnoException).code !== "ENOENT") {
           errors.push({ path: toStoredPath(relative(root, absolute)), message: (e as Error).message });
@@ -95,22 +91,24 @@ export async function indexFolder(contentDir: string, table: IndexTable): Promis
   if (root) await walk(root, root, seen, changes.errors);
 
   const known = new Map(table.rows().map((r) => [r.path, r]));
-  const upserts: { path: string; cid: string; size: number; mtimeMs: number; mediaType: string }[] = [];
+  const upserts: (IndexedFile & { mediaType: string })[] = [];
 
   for (const file of seen) {
     const row = known.get(file.path);
     known.delete(file.path);
-    if (row && row.size === file.size && row.mtimeMs === file.mtimeMs) {
+    if (row && sameIdentity(row, file)) {
       changes.unchanged++;
       continue;
     }
     try {
       const cid = (await cidOfFile(file.absolute)).toString();
       // A file still being written has moved on since the walk: its next event indexes it.
-      const after = await stat(file.absolute);
-      if (after.size !== file.size || ms(after.mtimeMs) !== file.mtimeMs) continue;
-      upserts.push({ path: file.path, cid, size: file.size, mtimeMs: file.mtimeMs, mediaType: mediaTypeOf(file.path) });
-      (row ? changes.changed : changes.added).push(file.path);
+      if (!sameIdentity(identityOf(await stat(file.absolute)), file)) continue;
+      const { absolute: _, ...identified } = file;
+      upserts.push({ ...identified, cid, mediaType: mediaTypeOf(file.path) });
+      // Same bytes, new identity (a chmod, a copy back, a row from before inodes were kept): not a change.
+      if (row?.cid !== cid) (row ? changes.changed : changes.added).push(file.path);
+      else changes.unchanged++;
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === "ENOENT") {
         if (row) known.set(file.path, row); // vanished while hashing: remove it below

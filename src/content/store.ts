@@ -12,22 +12,19 @@ import type { CatalogChanges } from "../db/changes";
 import type { Db } from "../db/client";
 import type { Settings } from "../settings";
 import { canonicalCid } from "./cid";
+import type { FileIdentity } from "./identity";
 import { type IndexChanges, type IndexedFile, indexFolder } from "./indexer";
 import { absoluteContentPath, contentRoot } from "./paths";
 import { type ContentWatchOptions, type FolderWatcher, watchContent } from "./watch";
 
-export interface ContentFile {
-  /** Absolute path of the file, always inside the content folder. */
+export interface ContentFile extends FileIdentity {
+  /** Absolute path of the file, always inside the content folder (never logged above debug). */
   absolutePath: string;
-  size: number;
   mediaType: string;
-  mtimeMs: number;
 }
 
-interface Row {
+interface Row extends FileIdentity {
   path: string;
-  size: number;
-  mtimeMs: number;
   mediaType: string;
 }
 
@@ -39,13 +36,16 @@ export function createContentStore(db: Db, settings: Pick<Settings, "contentDir"
   // same bytes; any of them serves the CID. (No ORDER BY: sorting the matches costs a temporary
   // b-tree per request, five times the lookup itself.)
   const byCid = sql.query<Row, [string]>(
-    "SELECT path, size, mtime_ms AS mtimeMs, media_type AS mediaType FROM content_files WHERE cid = ? LIMIT 1",
+    "SELECT path, size, mtime_ms AS mtimeMs, ino, ctime_us AS ctimeUs, media_type AS mediaType FROM content_files WHERE cid = ? LIMIT 1",
   );
   const all = sql.query<{ path: string; cid: string }, []>("SELECT path, cid FROM content_files ORDER BY path");
-  const indexed = sql.query<IndexedFile, []>("SELECT path, cid, size, mtime_ms AS mtimeMs FROM content_files");
-  const upsert = sql.query<never, [string, string, number, number, string]>(
-    `INSERT INTO content_files (path, cid, size, mtime_ms, media_type) VALUES (?, ?, ?, ?, ?)
-     ON CONFLICT(path) DO UPDATE SET cid = excluded.cid, size = excluded.size, mtime_ms = excluded.mtime_ms, media_type = excluded.media_type`,
+  const indexed = sql.query<IndexedFile, []>(
+    "SELECT path, cid, size, mtime_ms AS mtimeMs, ino, ctime_us AS ctimeUs FROM content_files",
+  );
+  const upsert = sql.query<never, [string, string, number, number, number, number, string]>(
+    `INSERT INTO content_files (path, cid, size, mtime_ms, ino, ctime_us, media_type) VALUES (?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT(path) DO UPDATE SET cid = excluded.cid, size = excluded.size, mtime_ms = excluded.mtime_ms,
+     ino = excluded.ino, ctime_us = excluded.ctime_us, media_type = excluded.media_type`,
   );
   const remove = sql.query<never, [string]>("DELETE FROM content_files WHERE path = ?");
 
@@ -77,6 +77,8 @@ export function createContentStore(db: Db, settings: Pick<Settings, "contentDir"
       size: row.size,
       mediaType: row.mediaType,
       mtimeMs: row.mtimeMs,
+      ino: row.ino,
+      ctimeUs: row.ctimeUs,
     };
   }
 
@@ -95,7 +97,7 @@ export function createContentStore(db: Db, settings: Pick<Settings, "contentDir"
       rows: () => indexed.all(),
       write(upserts, removed) {
         sql.transaction(() => {
-          for (const u of upserts) upsert.run(u.path, u.cid, u.size, u.mtimeMs, u.mediaType);
+          for (const u of upserts) upsert.run(u.path, u.cid, u.size, u.mtimeMs, u.ino, u.ctimeUs, u.mediaType);
           for (const path of removed) remove.run(path);
         })();
         changes.bump(); // the gateway's catalog must not serve the old file

@@ -6,6 +6,7 @@
  * filesystems, a watcher that died).
  */
 import { type FSWatcher, watch } from "node:fs";
+import { logFailure } from "../http/log-paths";
 import type { Logger } from "../http/logging";
 import { type IndexChanges, indexMoved } from "./indexer";
 
@@ -133,7 +134,8 @@ export function watchContent(
     contentDir,
     async () => {
       const changes = await index();
-      for (const e of changes.errors) opts.log?.warn({ path: e.path }, `content file unreadable: ${e.message}`);
+      for (const e of changes.errors)
+        logFailure(opts.log, "warn", { path: e.path }, "content file unreadable", e.message);
       if (!indexMoved(changes)) return;
       opts.log?.info(
         { added: changes.added.length, changed: changes.changed.length, removed: changes.removed.length },
@@ -146,7 +148,7 @@ export function watchContent(
       pollMs: opts.pollMs ?? 30_000,
       // Hidden names are temp files (ours from `content add`, editors'): their final rename is an event too.
       relevant: (name) => name === null || !name.split(/[\\/]/).some((s) => s.startsWith(".")),
-      onError: (e) => opts.log?.error({ err: (e as Error).message }, "content indexing failed"),
+      onError: (e) => logFailure(opts.log, "error", {}, "content indexing failed", e),
     },
   );
 }

@@ -53,6 +53,10 @@ export const contentFiles = sqliteTable(
     size: integer("size").notNull(),
     mtimeMs: integer("mtime_ms").notNull(),
     mediaType: text("media_type").notNull(),
+    // With size and mtime, what tells a rewritten file from the one hashed (`touch -d` keeps
+    // size and mtime; a rewrite moves ctime, an editor's rename the inode). ctime in whole microseconds; 0: not known yet.
+    ino: integer("ino").notNull().default(0),
+    ctimeUs: integer("ctime_us").notNull().default(0),
   },
   (t) => [index("content_files_cid").on(t.cid)],
 );

@@ -12,9 +12,9 @@
  * Settle before serve: nothing decides `serve` for a new proof before the
  * ledger settler says it is paid.
  */
-import { statSync } from "node:fs";
 import type { NetworkName } from "../chain/networks";
 import { parseCid } from "../content/cid";
+import { type OpenFile, openIndexedFile } from "../content/file-handle";
 import type { AccessTokens } from "../entitlements/access-token";
 import { parseAccessPolicy } from "../entitlements/policy";
 import type { Siwx } from "../entitlements/siwx";
@@ -30,6 +30,7 @@ import { type DecodedProof, decodeProof, matchAndCheck, VALID_BEFORE_SKEW_SECOND
 import { type ByteRange, parseRange } from "./range";
 import { buildReceipt } from "./receipts";
 import type { AcceptedRequirement } from "./requirements";
+import type { VerifyLimiter } from "./verify-limiter";
 
 /** What the buyer presented: a payment proof, or proof of an earlier purchase. */
 export interface Credentials {
@@ -51,6 +52,8 @@ export interface PurchaseRequest {
   charge: boolean;
   /** The Range header: an unsatisfiable one is answered before anyone is charged. */
   range?: string | null;
+  /** The client's address (http/client-address.ts), for the limit on failed verifications; unknown: the payer's alone. */
+  client?: string;
 }
 
 export type Decision =
@@ -68,6 +71,8 @@ export type Decision =
       /** A token for later downloads, when an entitlement stands behind this one. */
       access?: { token: string; expiresAt: number };
       timings?: Timings;
+      /** The file, opened and checked (before the charge, when there is one): what the body streams from. */
+      file?: OpenFile;
     }
   | { kind: "rangeNotSatisfiable"; item: PricedContent }
   /** payment-identifier: this id came before with another payment (409). */
@@ -75,7 +80,11 @@ export type Decision =
   /** Sent to the chain, not confirmed yet: the same proof again shortly is served. */
   | { kind: "pending"; message: string }
   /** The facilitator (or chain) gave no answer: nothing was decided, the same proof may come again. */
-  | { kind: "unavailable"; message: string };
+  | { kind: "unavailable"; message: string }
+  /** Paid, but the file changed under its CID while the payment settled: the entitlement stands, come back (503). */
+  | { kind: "fileChanged"; message: string }
+  /** Too many proofs the facilitator refused, from this client or payer (verify-limiter.ts): 429. */
+  | { kind: "tooManyFailures"; retryAfterSeconds: number };
 
 /** An entitlement as the decision needs it (src/entitlements/store.ts). */
 export interface ActiveEntitlement {
@@ -98,6 +107,8 @@ export interface PurchaseDeps {
   accessTokens: AccessTokens;
   siwx: Pick<Siwx, "challenge" | "verify" | "use">;
   paymentIdentifiers: Pick<PaymentIdentifierStore, "remember" | "attach" | "release">;
+  /** VERIFY_FAILURES_PER_MINUTE per client and payer; none: unlimited (tests of other things). */
+  verifyLimiter?: Pick<VerifyLimiter, "blocked" | "reserve">;
   /** ACCESS_TOKEN_TTL, in seconds. */
   accessTokenTtlSeconds: number;
   /** Unix seconds. */
@@ -114,18 +125,34 @@ export interface OfferExtensions {
 const NOT_PRICED: Decision = { kind: "notFound", message: "no paid content for this CID" };
 const NOT_A_CID: Decision = { kind: "notFound", message: "not a CID" };
 
+const FILE_CHANGED: Decision = {
+  kind: "fileChanged",
+  message: "the file changed while your payment settled; your purchase stands",
+};
+
 /**
- * The file on disk is still the one indexed under this CID (checked before anyone is charged).
- * A synchronous stat: ~2 us, against ~20 us of CPU for the thread-pool round trip of
- * fs/promises' (issue 9 bench); the same answer, and content lives on a local disk.
+ * Runs `decide` with the file opened and checked first (file-handle.ts): a
+ * `serve` gets the handle, checked again (after a charge the file may have
+ * moved on); anything else closes it. Gone or other bytes before: not sold.
  */
-async function fileIsIndexed(item: PricedContent): Promise<boolean> {
+async function withOpenFile(item: PricedContent, decide: () => Promise<Decision>): Promise<Decision> {
+  const file = await openIndexedFile(item.file, item.cid);
+  if (!file) return NOT_PRICED;
+  let d: Decision;
   try {
-    const s = statSync(item.file.absolutePath);
-    return s.isFile() && s.size === item.file.size && Math.trunc(s.mtimeMs) === item.file.mtimeMs;
-  } catch {
-    return false;
+    d = await decide();
+  } catch (e) {
+    await file.close();
+    throw e;
   }
+  if (d.kind !== "serve") {
+    await file.close();
+    return d;
+  }
+  if (await file.stillSame()) return { ...d, file };
+  await file.close();
+  // Paid for these bytes and cannot send them: the payment and its entitlement stand, the buyer comes back.
+  return d.receipt ? FILE_CHANGED : NOT_PRICED;
 }
 
 /** What the ledger settler is given: the row to claim and our own offer, never the client's copy of it. */
@@ -307,6 +334,9 @@ export function createPurchase(deps: PurchaseDeps) {
       if (accessTokens) return withToken(item, accessTokens, request);
       return signIn ? withSignIn(item, signIn, request) : offer(item);
     }
+    // A client over its limit of refused proofs: answered before the proof is even decoded.
+    const wait = request.charge && request.client ? (deps.verifyLimiter?.blocked(request.client) ?? 0) : 0;
+    if (wait > 0) return { kind: "tooManyFailures", retryAfterSeconds: wait };
     const decoded = decodeProof(header);
     if (!decoded.ok) return { kind: "refuse", item, x402Version: paymentSignature ? 2 : 1, ...decoded.rejection };
     return withProof(item, decoded.value, request);
@@ -326,8 +356,9 @@ export function createPurchase(deps: PurchaseDeps) {
       const claims = await deps.accessTokens.verify(token, item.cid, now());
       const entitlement = claims && activeFor(claims.payer, item);
       if (!claims || !entitlement) continue;
-      if (!(await fileIsIndexed(item))) return NOT_PRICED;
-      return serveEntitled(item, 2, claims.payer, entitlement, parseRange(request.range, item.file.size));
+      return withOpenFile(item, () =>
+        serveEntitled(item, 2, claims.payer, entitlement, parseRange(request.range, item.file.size)),
+      );
     }
     // A browser sends its cookie on every request: a stale one must not hide a sign-in.
     const signIn = request.credentials.signIn;
@@ -344,28 +375,43 @@ export function createPurchase(deps: PurchaseDeps) {
     if (!verdict.ok) return { kind: "refuse", item, x402Version: 2, reason: verdict.reason, message: verdict.message };
     const entitlement = activeFor(verdict.address, item);
     if (!entitlement) return offer(item);
-    if (!(await fileIsIndexed(item))) return NOT_PRICED;
-    // Spent only when it opens the file: a HEAD, or a wallet that owns nothing, may sign in again.
-    if (request.charge) {
-      const used = await deps.siwx.use(verdict.key, now());
-      if (used && !used.ok) return { kind: "refuse", item, x402Version: 2, reason: used.reason, message: used.message };
-    }
-    return serveEntitled(item, 2, verdict.address, entitlement, parseRange(request.range, item.file.size));
+    return withOpenFile(item, async () => {
+      // Spent only when it opens the file: a HEAD, or a wallet that owns nothing, may sign in again.
+      if (request.charge) {
+        const used = await deps.siwx.use(verdict.key, now());
+        if (used && !used.ok)
+          return { kind: "refuse", item, x402Version: 2, reason: used.reason, message: used.message };
+      }
+      return serveEntitled(item, 2, verdict.address, entitlement, parseRange(request.range, item.file.size));
+    });
   }
 
   async function withProof(item: PricedContent, proof: DecodedProof, request: PurchaseRequest): Promise<Decision> {
+    const wait = request.charge ? (deps.verifyLimiter?.blocked(request.client, proof.from) ?? 0) : 0;
+    if (wait > 0) return { kind: "tooManyFailures", retryAfterSeconds: wait };
     const range = parseRange(request.range, item.file.size);
     const matched = await matchAndCheck(proof, item.required.accepts, now());
     if (!matched.ok) {
       // The price may have changed since this proof was settled: a paid proof still serves.
       const row = matched.rejection.reason !== Reason.signature ? paidBefore(item, proof) : undefined;
       if (row && now() < servedUntil(row, item))
-        return serve(item, proof.x402Version, proof.from, row, range, activeFor(proof.from, item));
+        return withOpenFile(item, () =>
+          serve(item, proof.x402Version, proof.from, row, range, activeFor(proof.from, item)),
+        );
       return refuse(item, proof, matched.rejection.reason, matched.rejection.message);
     }
-    // Never charge for a file that is gone or changed since it was indexed.
-    if (!(await fileIsIndexed(item))) return NOT_PRICED;
+    // Never charge for a file that is gone or changed since it was indexed; what is paid for streams
+    // from the handle opened here, so a delete or a rename during the settle cannot take it away.
+    return withOpenFile(item, () => charge(item, proof, matched.value, request, range));
+  }
 
+  async function charge(
+    item: PricedContent,
+    proof: DecodedProof,
+    requirement: AcceptedRequirement,
+    request: PurchaseRequest,
+    range: ByteRange | "unsatisfiable" | undefined,
+  ): Promise<Decision> {
     // A fresh authorization from a buyer who owns the file: served, never settled (stock x402
     // clients sign a new one on every 402, so a retry or a re-download would otherwise pay again).
     const entitled = checkedLocally(proof) ? activeFor(proof.from, item) : undefined;
@@ -416,14 +462,22 @@ export function createPurchase(deps: PurchaseDeps) {
         return { kind: "pending", message: "an earlier payment of yours for this file is not confirmed yet" };
       }
     }
-    const paying = deps.settler.pay(attemptOf(item, matched.value, proof));
+    // Past the limit of refused proofs for this client or payer: answered here, the facilitator never asked.
+    const reserved = deps.verifyLimiter?.reserve(request.client, proof.from);
+    if (reserved && !reserved.ok) {
+      if (paymentId?.ok) deps.paymentIdentifiers.release(paymentId.id, payloadHash);
+      return { kind: "tooManyFailures", retryAfterSeconds: reserved.retryAfterSeconds };
+    }
+    const paying = deps.settler.pay(attemptOf(item, requirement, proof));
     const mine = { nonce: proof.nonce, done: paying.catch(() => undefined) };
     if (!buying.has(key)) buying.set(key, mine);
-    let outcome: Outcome;
+    let outcome: Outcome | undefined;
     try {
       outcome = await paying;
     } finally {
       if (buying.get(key) === mine) buying.delete(key);
+      // A refusal by the facilitator counts against the window; anything else gives the slot back.
+      reserved?.slot.done(outcome?.kind === "refused" && !outcome.held);
     }
     if (paymentId?.ok) {
       // The id names the payment this request made (an `existing` row may be another proof's); an

@@ -21,6 +21,8 @@ export interface GatewayDeps {
   purchase: Purchase;
   /** PUBLIC_URL is https: access cookies are marked Secure. */
   secureCookies: boolean;
+  /** Names a request's client (TRUST_PROXY aware, http/client-address.ts); none: unknown. */
+  clientAddress?: (request: Request) => string | undefined;
   /** The browser's side (src/paywall/): an HTML 402 for navigations, the served file's name. */
   pages?: GatewayPages;
 }
@@ -142,7 +144,11 @@ function refused(d: Extract<Decision, { kind: "refuse" }>, head: boolean): Respo
   return new Response(head ? null : cached.body, { status: 403, headers: cached.headers });
 }
 
-/** The paid file, streamed from disk (Bun sends it with sendfile; never read into memory). */
+/**
+ * The paid file, streamed from the handle the decision opened and checked
+ * (content/file-handle.ts: a file deleted or renamed over while the payment
+ * settled still sends the bytes paid for); never read into memory whole.
+ */
 function fileResponse(
   d: Extract<Decision, { kind: "serve" }>,
   head: boolean,
@@ -152,6 +158,9 @@ function fileResponse(
 ): Response {
   const { item, range } = d;
   const { file } = item;
+  const opened = d.file;
+  if (!opened) return respond(FILE_CHANGED_LATE, head, path, secure, new Headers(), pages); // every serve carries one; never the path
+  if (head) void opened.close();
   const headers: Record<string, string> = {
     ...CORS_HEADERS,
     "Content-Type": file.mediaType,
@@ -176,14 +185,13 @@ function fileResponse(
   if (d.timings)
     headers["Server-Timing"] =
       `verify;dur=${d.timings.verifyMs.toFixed(2)}, settle;dur=${d.timings.settleMs.toFixed(2)}`;
-  const blob = Bun.file(file.absolutePath, { type: file.mediaType });
   if (range) {
     headers["Content-Range"] = `bytes ${range.start}-${range.end}/${file.size}`;
     headers["Content-Length"] = String(range.end - range.start + 1);
-    return new Response(head ? null : blob.slice(range.start, range.end + 1), { status: 206, headers });
+    return new Response(head ? null : opened.body(range), { status: 206, headers });
   }
   headers["Content-Length"] = String(file.size);
-  return new Response(head ? null : blob, { status: 200, headers });
+  return new Response(head ? null : opened.body(), { status: 200, headers });
 }
 
 /**
@@ -201,6 +209,16 @@ function accessTokensOf(headers: Headers): string[] | undefined {
   if (fromCookie) tokens.push(fromCookie);
   return tokens.length > 0 ? tokens : undefined;
 }
+
+/** The 429 body, built once: a flood past the limit is answered at the cost of a map lookup. */
+const TOO_MANY_FAILURES = JSON.stringify(
+  errorBody(
+    "too_many_failed_payments",
+    "too many payment proofs from this client or payer were refused by the facilitator; try again later",
+  ),
+);
+
+const FILE_CHANGED_LATE: Decision = { kind: "fileChanged", message: "the file could not be opened" };
 
 /** The one mapping from a decision to what the client receives. */
 function respond(
@@ -238,6 +256,17 @@ function respond(
         ),
         head,
       );
+    case "fileChanged":
+      // Paid, and the bytes paid for cannot be sent now: the entitlement stands; the same proof, a
+      // sign-in or the access token gets the file once it is back under this CID.
+      return json(
+        503,
+        JSON.stringify(errorBody("file_changed", `${d.message}; present the same proof again shortly`)),
+        head,
+        { "Retry-After": "5" },
+      );
+    case "tooManyFailures":
+      return json(429, TOO_MANY_FAILURES, head, { "Retry-After": String(d.retryAfterSeconds) });
     case "pending":
       // Not a refusal: the same proof, presented again once the transaction is mined, is served.
       return json(
@@ -250,19 +279,23 @@ function respond(
 }
 
 /** Reads the request into the purchase's terms and answers its decision; synchronous up to the 402. */
-export function createGatewayHandler({ purchase, secureCookies, pages }: GatewayDeps) {
+export function createGatewayHandler({ purchase, secureCookies, clientAddress, pages }: GatewayDeps) {
   return function handle(request: Request, cid: string, head: boolean): Response | Promise<Response> {
     const headers = request.headers;
+    const paymentSignature = headers.get("payment-signature");
+    const xPayment = headers.get("x-payment");
     const decision = purchase.decide({
       cid,
       credentials: {
-        paymentSignature: headers.get("payment-signature"),
-        xPayment: headers.get("x-payment"),
+        paymentSignature,
+        xPayment,
         accessTokens: accessTokensOf(headers),
         signIn: headers.get(SIWX_HEADER),
       },
       charge: !head,
       range: headers.get("range"),
+      // Asked only when a proof is presented: the 402 path stays as it was.
+      client: paymentSignature !== null || xPayment !== null ? clientAddress?.(request) : undefined,
     });
     const path = `/x402/cid/${cid}`;
     return decision instanceof Promise

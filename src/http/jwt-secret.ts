@@ -4,8 +4,9 @@
  * so tokens survive restarts and the server and `cidgate token` agree.
  */
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { ensurePrivateDir, tightenPrivateFile, type Warn } from "../private-files";
 import type { Settings } from "../settings";
 
 export const JWT_SECRET_FILE = "jwt-secret";
@@ -14,10 +15,10 @@ export function jwtSecretPath(settings: Pick<Settings, "dataDir">): string {
   return join(settings.dataDir, JWT_SECRET_FILE);
 }
 
-export function resolveJwtSecret(settings: Pick<Settings, "jwtSecret" | "dataDir">): string {
+export function resolveJwtSecret(settings: Pick<Settings, "jwtSecret" | "dataDir">, warn?: Warn): string {
   if (settings.jwtSecret !== undefined) return settings.jwtSecret;
   const path = jwtSecretPath(settings);
-  mkdirSync(settings.dataDir, { recursive: true, mode: 0o700 });
+  ensurePrivateDir(settings.dataDir, "the data folder (CIDGATE_DATA_DIR)", warn);
   // Written whole to a private temp file, then hard-linked into place: link fails
   // if the file exists, so a server and a CLI starting together cannot each keep
   // a different secret, and nobody ever reads a half-written one.
@@ -33,7 +34,7 @@ export function resolveJwtSecret(settings: Pick<Settings, "jwtSecret" | "dataDir
     }
   }
   // Tighten a copy that was restored or edited with looser permissions.
-  if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
+  tightenPrivateFile(path, warn);
   const secret = readFileSync(path, "utf8").trim();
   if (secret.length < 32)
     throw new Error(`${path}: the JWT secret must be at least 32 characters; delete the file to regenerate it`);

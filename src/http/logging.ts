@@ -12,6 +12,7 @@
  */
 import pino from "pino";
 import { errorResponse } from "./errors";
+import { logFailure } from "./log-paths";
 
 /** Where each logger writes: the request line is written there directly, already serialized. */
 const destinations = new WeakMap<object, pino.DestinationStream>();
@@ -155,7 +156,7 @@ export function withRequestLog(
 
   function unhandled(requestId: string, e: unknown): Response {
     // The errors plugin answers errors itself; this is the backstop, never Bun's own error page.
-    log.error({ requestId, err: (e as Error)?.message }, "unhandled error");
+    logFailure(log, "error", { requestId }, "unhandled error", e);
     return errorResponse(500, "internal_error", "internal error");
   }
 

@@ -95,7 +95,18 @@ const AccessScope = T.Union([T.Literal("cid"), T.Literal("instruction")], {
   error: 'must be "cid" or "instruction"',
 });
 
-const Requirements = T.Array(PaymentRequirementInput, {
+/**
+ * The body's requirements as Elysia sees them: the same fields, but an undeclared one is let
+ * through rather than silently dropped (Elysia's normalize strips what a schema does not
+ * declare before anyone validates). normalizeRequirements, shared with the pricing files,
+ * then refuses it with "unknown field", so the API and YAML apply one rule set.
+ */
+const RequirementInBody = T.Object(PaymentRequirementInput.properties, {
+  additionalProperties: true,
+  error: "must be an object with network, asset, pay_to and amount",
+});
+
+const Requirements = T.Array(RequirementInBody, {
   minItems: 1,
   maxItems: MAX_REQUIREMENTS,
   error: `must be a list of 1 to ${MAX_REQUIREMENTS} payment requirements`,

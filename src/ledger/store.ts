@@ -255,6 +255,21 @@ export function createPaymentStore(db: Db) {
     },
 
     /** Releases a claim: the authorization was not spent and may be presented again. */
+    /**
+     * Deletes rows of proofs the facilitator refused at verify, last touched
+     * before `before` (ISO), at most `limit` of them; returns how many. Such a
+     * row never moved money and its authorization is free again, so nothing
+     * needs it once the window for reading it has passed (ledger/prune.ts).
+     */
+    pruneRefusedAtVerify(before: string, limit = 1000): number {
+      return db.sqlite
+        .query(
+          `DELETE FROM payments WHERE id IN (SELECT id FROM payments
+           WHERE state = 'failed' AND error LIKE 'verify:%' AND updated_at < ? LIMIT ?)`,
+        )
+        .run(before, limit).changes;
+    },
+
     markFailed(id: number, error: string): Payment | undefined {
       return db
         .update(payments)

@@ -72,5 +72,6 @@ export function reportReloadFailures(pricing: Pricing, notify: Notify, configDir
     },
     status: () => pricing.status(),
     presentation: () => pricing.presentation(),
+    settling: () => pricing.settling(),
   };
 }

@@ -5,6 +5,7 @@
  * reload is logged and the state already in the database keeps serving.
  */
 import type { ContentStore } from "../content/store";
+import { logFailure } from "../http/log-paths";
 import type { Logger } from "../http/logging";
 import type { InstructionStore } from "../instructions/store";
 import type { NotificationStore } from "../notifications/store";
@@ -31,13 +32,14 @@ export async function preparePricing(opts: {
     },
     "content indexed",
   );
-  for (const e of indexed.errors) opts.log.warn({ path: e.path }, `content file unreadable: ${e.message}`);
+  for (const e of indexed.errors) logFailure(opts.log, "warn", { path: e.path }, "content file unreadable", e.message);
   const pricing = createPricing({
     instructions: opts.instructions,
     content: opts.content,
     webhooks: opts.notifications,
     settings: opts.settings,
     log: opts.log,
+    settleMs: opts.settings.configSettleMs,
   });
   pricing.reload("start");
   return pricing;

@@ -4,15 +4,19 @@
  * reload, so the new state serves well within a second of the save.
  *
  * Some editors save by moving the old file aside and writing a new one, or by
- * truncating it and writing again; for a moment the file is missing or empty.
- * A reload in that moment would delete its instructions and re-create them
- * with new ids, so when a known file is missing or empty the reload waits a
- * little longer and then reads whatever is there (a real deletion still applies).
+ * truncating it and writing again; for a moment (or, on a slow disk or a
+ * network share, for a long one) the file is missing or empty. A reload in
+ * that moment would delete its instructions and re-create them with new ids,
+ * so while the pricing service holds a file in doubt (CONFIG_SETTLE_MS,
+ * service.ts) the watcher looks again every 25 ms and reloads as soon as the
+ * file has content again, or once the window has passed (a real deletion
+ * still applies).
  */
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import type { ContentStore } from "../content/store";
 import { type FolderWatcher, watchFolder } from "../content/watch";
+import { logFailure } from "../http/log-paths";
 import type { Logger } from "../http/logging";
 import { findPricingFiles } from "./load";
 import type { Pricing } from "./service";
@@ -22,10 +26,11 @@ export interface PricingWatchOptions {
   pricing: Pricing;
   log?: Logger;
   debounceMs?: number;
-  /** Extra wait when a pricing file has vanished (an editor mid-save). */
-  vanishGraceMs?: number;
   pollMs?: number;
 }
+
+/** How often a file in doubt is looked at again: the editor's write usually lands within milliseconds. */
+const RECHECK_MS = 25;
 
 /** Names, sizes and mtimes of the pricing files: a poll reloads only when this moves. */
 function signature(configDir: string): string {
@@ -41,23 +46,14 @@ function signature(configDir: string): string {
     .join("\n");
 }
 
-/** A file an editor is in the middle of replacing: moved aside, or truncated before the write. */
-function missingOrEmpty(path: string): boolean {
-  try {
-    return statSync(path).size === 0;
-  } catch {
-    return true;
-  }
-}
-
 export function watchPricing(opts: PricingWatchOptions): FolderWatcher {
-  const grace = opts.vanishGraceMs ?? 250;
   let last = signature(opts.configDir);
   return watchFolder(
     opts.configDir,
     async (reason) => {
-      const known = opts.pricing.status().lastReload?.files ?? [];
-      if (known.some((f) => missingOrEmpty(join(opts.configDir, f)))) await Bun.sleep(grace);
+      for (let left = opts.pricing.settling(); left > 0; left = opts.pricing.settling()) {
+        await Bun.sleep(Math.min(left, RECHECK_MS));
+      }
       const sig = signature(opts.configDir);
       // A poll with nothing moved skips the reload; an event always reloads (cheap: unchanged files are cached).
       if (reason === "poll" && sig === last && opts.pricing.status().lastReload) return;
@@ -68,7 +64,7 @@ export function watchPricing(opts: PricingWatchOptions): FolderWatcher {
       debounceMs: opts.debounceMs ?? 100,
       pollMs: opts.pollMs ?? 5_000,
       relevant: (name) => name === null || /\.ya?ml$/i.test(name) || !/\.[^/\\]*$/.test(name),
-      onError: (e) => opts.log?.error({ err: (e as Error).message }, "pricing reload failed"),
+      onError: (e) => logFailure(opts.log, "error", {}, "pricing reload failed", e),
     },
   );
 }

@@ -26,6 +26,8 @@ export type ProofOutcome =
   | "conflict"
   | "not_found"
   | "range_not_satisfiable"
+  | "file_changed"
+  | "too_many_failures"
   | "offer"
   | "error";
 

@@ -26,6 +26,10 @@ function outcomeOf(d: Decision): ProofOutcome {
       return "not_found";
     case "rangeNotSatisfiable":
       return "range_not_satisfiable";
+    case "fileChanged":
+      return "file_changed";
+    case "tooManyFailures":
+      return "too_many_failures";
     default:
       return d.kind;
   }

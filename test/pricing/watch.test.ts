@@ -30,7 +30,8 @@ beforeAll(async () => {
   );
   stores = createStores(db, dirs.settings);
   await stores.content.index();
-  pricing = createPricing({ ...stores, settings: dirs.settings, env: {} });
+  // CONFIG_SETTLE_MS as the server runs it: editors' saves are what this file tests.
+  pricing = createPricing({ ...stores, settings: dirs.settings, env: {}, settleMs: dirs.settings.configSettleMs });
   expect(pricing.reload("start").result).toBe("applied");
   watchers = startWatchers({ content: stores.content, settings: dirs.settings, pricing });
 });

@@ -44,7 +44,7 @@
   // ---- money: exact, in millionths of a dollar (USDC has 6 decimals) ----
   const micro = (usd) => {
     const [whole, frac = ""] = String(usd).split(".");
-    return BigInt(whole || "0") * 1000000n + BigInt((frac + "000000").slice(0, 6));
+    return BigInt(whole || "0") * 1000000n + BigInt(`${frac}000000`.slice(0, 6));
   };
   const dollars = (m) => {
     const neg = m < 0n;
