@@ -17,7 +17,7 @@ import { createGatewayHandler, gatewayModule } from "./gateway/routes";
 import { errors } from "./http/errors";
 import type { Logger } from "./http/logging";
 import { instructionsModule } from "./instructions/routes";
-import { paymentLookup } from "./ledger/chain-lookup";
+import { chainReaders } from "./ledger/chain-lookup";
 import { paymentsModule } from "./ledger/routes";
 import { createLedgerSettler } from "./ledger/settler";
 import { configModule } from "./pricing/routes";
@@ -53,6 +53,7 @@ export function composeApp(deps: AppDeps) {
   const stores = deps.stores ?? createStores(deps.db, settings);
   const { payments, entitlements } = stores;
   const publicUrl = deps.publicUrl ?? settings.publicUrl;
+  const chain = chainReaders(settings);
   const settler = createLedgerSettler({
     payments,
     entitlements,
@@ -61,7 +62,9 @@ export function composeApp(deps: AppDeps) {
     facilitator: deps.facilitator,
     timeoutMs: settings.facilitatorTimeoutMs,
     log: deps.log,
-    lookup: paymentLookup(settings),
+    // The chain decides (ledger/chain-check.ts): confirm remote settlements, resolve unconfirmed ones.
+    lookup: chain?.lookup,
+    confirm: chain?.confirm,
   });
   const catalog = createCatalog(deps.db, stores, { ...settings, publicUrl });
   const purchase = createPurchase({

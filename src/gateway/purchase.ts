@@ -74,8 +74,11 @@ export type Decision =
   | { kind: "conflict"; reason: string; message: string }
   /** Sent to the chain, not confirmed yet: the same proof again shortly is served. */
   | { kind: "pending"; message: string }
-  /** The facilitator (or chain) gave no answer: nothing was decided, the same proof may come again. */
-  | { kind: "unavailable"; message: string };
+  /**
+   * The facilitator (or chain) gave no answer: nothing was decided, the same proof may come again.
+   * `code` facilitator_untrusted: it claimed a settlement the chain does not show (ledger/chain-check.ts).
+   */
+  | { kind: "unavailable"; message: string; code?: "facilitator_untrusted" };
 
 /** An entitlement as the decision needs it (src/entitlements/store.ts). */
 export interface ActiveEntitlement {

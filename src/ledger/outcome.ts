@@ -4,7 +4,7 @@
  * unconfirmed one (recovery.ts), so both end a row the same way.
  */
 
-import type { AuthorizationFinding } from "../chain/authorization";
+import type { AuthorizationFinding, SettlementCheck } from "../chain/authorization";
 import type { AccessPolicy, AccessScope } from "../entitlements/policy";
 import type { Entitlement, EntitlementStore } from "../entitlements/store";
 import type { Facilitator, FacilitatorRequest } from "../facilitator/types";
@@ -15,8 +15,11 @@ export type Outcome =
   | { kind: "paid"; payment: Payment; newCharge: boolean; entitlement?: GrantedEntitlement; timings?: Timings }
   /** `held`: the row stays unconfirmed (money may have moved); otherwise the authorization was released. */
   | { kind: "refused"; reason: string; message: string; held?: boolean }
-  /** No answer; `released`: the settle was never sent, the authorization is free again. */
-  | { kind: "unavailable"; message: string; released?: boolean }
+  /**
+   * No answer; `released`: the settle was never sent, the authorization is free again.
+   * `code`: `facilitator_untrusted` when the facilitator claimed a settlement the chain does not show.
+   */
+  | { kind: "unavailable"; message: string; released?: boolean; code?: "facilitator_untrusted" }
   /** Sent to the chain, not confirmed yet: present the same proof again shortly. */
   | { kind: "pending"; message: string }
   /** The authorization is held or used already, by this proof or another: the caller decides what that row means. */
@@ -56,6 +59,12 @@ export interface SettlerDeps {
    * settlement is resolved by the facilitator alone.
    */
   lookup?: (row: Payment) => Promise<AuthorizationFinding | undefined>;
+  /**
+   * Checks on chain that a transaction a facilitator named settles the row
+   * (chain-lookup.ts, one receipt read); undefined without an RPC for its
+   * network. Not asked for a facilitator that `confirmsOnChain`.
+   */
+  confirm?: (row: Payment, txHash: string) => Promise<SettlementCheck | undefined>;
   /** Writes the entitlement a settled payment grants (src/entitlements/store.ts). */
   entitlements?: Pick<EntitlementStore, "grantForPayment">;
   /**
