@@ -18,8 +18,11 @@ import { errors } from "./http/errors";
 import type { Logger } from "./http/logging";
 import { instructionsModule } from "./instructions/routes";
 import { chainReaders } from "./ledger/chain-lookup";
+import { createReconciler } from "./ledger/reconcile";
+import { resolvePayment } from "./ledger/resolve";
+import { resolveDeps } from "./ledger/resolve-deps";
 import { paymentsModule } from "./ledger/routes";
-import { createLedgerSettler } from "./ledger/settler";
+import { createLedgerSettler, type SettlerDeps } from "./ledger/settler";
 import { configModule } from "./pricing/routes";
 import type { Pricing } from "./pricing/service";
 import type { Settings } from "./settings";
@@ -54,7 +57,7 @@ export function composeApp(deps: AppDeps) {
   const { payments, entitlements } = stores;
   const publicUrl = deps.publicUrl ?? settings.publicUrl;
   const chain = chainReaders(settings);
-  const settler = createLedgerSettler({
+  const settlerDeps: SettlerDeps = {
     payments,
     entitlements,
     // The settled row and the entitlement it grants: one transaction (synchronous, so it rolls back).
@@ -65,7 +68,11 @@ export function composeApp(deps: AppDeps) {
     // The chain decides (ledger/chain-check.ts): confirm remote settlements, resolve unconfirmed ones.
     lookup: chain?.lookup,
     confirm: chain?.confirm,
-  });
+  };
+  const settler = createLedgerSettler(settlerDeps);
+  // Pending rows resolved from the chain: in the background (server.ts starts it) and by operators.
+  const reconcileDeps = resolveDeps(deps.db, stores, settings, deps.log, chain?.lookup);
+  const reconciler = createReconciler({ ...reconcileDeps, intervalSeconds: settings.reconcileSeconds });
   const catalog = createCatalog(deps.db, stores, { ...settings, publicUrl });
   const purchase = createPurchase({
     catalog,
@@ -89,11 +96,11 @@ export function composeApp(deps: AppDeps) {
   const app = new Elysia()
     .use(errors)
     .use(instructionsModule({ store: stores.instructions, settings, jwtSecret }))
-    .use(paymentsModule({ payments, jwtSecret }))
+    .use(paymentsModule({ payments, jwtSecret, resolve: (r) => resolvePayment(reconcileDeps, r) }))
     .use(entitlementsModule({ entitlements: stores.entitlements, instructions: stores.instructions, jwtSecret }))
     .use(configModule({ pricing: deps.pricing, settings, jwtSecret }))
     .use(gatewayModule(gateway));
-  return { app, gateway, stores };
+  return { app, gateway, stores, reconciler };
 }
 
 export const createApp = (deps: AppDeps) => composeApp(deps).app;

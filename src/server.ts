@@ -15,6 +15,7 @@ import { gatewayRoutes } from "./gateway/routes";
 import { errorResponse } from "./http/errors";
 import { resolveJwtSecret } from "./http/jwt-secret";
 import { createLogger, type Logger, withRequestLog } from "./http/logging";
+import { hasRpc } from "./ledger/chain-lookup";
 import { preparePricing } from "./pricing/boot";
 import { startWatchers } from "./pricing/watch";
 import type { Settings } from "./settings";
@@ -38,6 +39,11 @@ export interface ServerOptions {
    * that price through the API alone turn it off.
    */
   pricing?: boolean;
+  /**
+   * Resolve pending payments from the chain at start and every RECONCILE_SECONDS
+   * (ledger/reconcile.ts). Default true; tests that inspect pending rows turn it off.
+   */
+  reconcile?: boolean;
 }
 
 /**
@@ -94,13 +100,29 @@ export async function startServer(options: ServerOptions) {
   });
   const url = `http://${settings.host.includes(":") ? `[${settings.host}]` : settings.host}:${server.port}`;
   const publicUrl = settings.port === 0 && settings.publicUrl.endsWith(":0") ? url : settings.publicUrl;
-  const { app, gateway } = composeApp({ settings, db, log, jwtSecret, facilitator, pricing, publicUrl, stores });
+  const { app, gateway, reconciler } = composeApp({
+    settings,
+    db,
+    log,
+    jwtSecret,
+    facilitator,
+    pricing,
+    publicUrl,
+    stores,
+  });
   server.reload({
     routes: gatewayRoutes(gateway, (handler, path) => withRequestLog(handler, log, path)),
     fetch: withRequestLog(withRoutableOrigin(app.fetch), log),
     error: lastResort,
   });
   const watchers = pricing ? startWatchers({ content: stores.content, settings, pricing, log }) : undefined;
+  if (!hasRpc(settings)) {
+    log.warn(
+      { facilitator: settings.facilitatorUrl === "local" ? "local" : "remote" },
+      "no RPC_URL: settlements are taken on the facilitator's word (nothing is confirmed on chain, pending " +
+        "payments are not reconciled in the background; set RPC_URL to let the chain decide)",
+    );
+  } else if (options.reconcile !== false) reconciler.start();
 
   let stopped: Promise<void> | undefined;
   return {
@@ -114,6 +136,8 @@ export async function startServer(options: ServerOptions) {
     stores,
     log,
     facilitator,
+    /** The background reconciliation (its `runOnce` resolves pending payments now). */
+    reconciler,
     /**
      * Stops watching, stops accepting and lets requests in flight finish
      * (or, with `force`, closes them), then checkpoints and closes the
@@ -123,6 +147,7 @@ export async function startServer(options: ServerOptions) {
     stop(force = false): Promise<void> {
       stopped ??= (async () => {
         await watchers?.close();
+        await reconciler.stop();
         await server.stop(force);
         if (!options.db) db.sqlite.close();
       })();

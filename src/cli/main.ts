@@ -13,6 +13,7 @@ const commands: Record<string, () => Promise<{ command: Command }>> = {
   config: () => import("./config"),
   content: () => import("./content"),
   entitlements: () => import("./entitlements"),
+  payments: () => import("./payments"),
   facilitator: () => import("./facilitator"),
   devnet: () => import("./devnet"),
 };

@@ -144,3 +144,30 @@ export const paymentIdentifiers = sqliteTable("payment_identifiers", {
   paymentId: integer("payment_id"),
   createdAt: text("created_at").notNull(),
 });
+
+/**
+ * Owned by ledger/resolutions.ts. What an operator did to a pending payment
+ * (`cidgate payments resolve`, POST /v3/x402/payments/{id}/resolve): who,
+ * when, what, and on whose word (the chain's, or the operator's when there
+ * is no RPC). Never updated or deleted: it is the audit trail.
+ */
+export const paymentResolutions = sqliteTable(
+  "payment_resolutions",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    // No foreign key: failed payments may be pruned, their audit trail stays.
+    paymentId: integer("payment_id").notNull(),
+    /** What was asked: check the chain, settle (with a transaction), release. */
+    action: text("action", { enum: ["check", "settle", "release"] }).notNull(),
+    /** The payment's state afterwards. */
+    outcome: text("outcome", { enum: ["pending", "settled", "failed"] }).notNull(),
+    /** `chain`: read from the chain; `operator`: the operator's word (no RPC for the network). */
+    basis: text("basis", { enum: ["chain", "operator"] }).notNull(),
+    txHash: text("tx_hash"),
+    /** Who: `api:<token subject>/<token id>` or `cli:<OS user>`. */
+    actor: text("actor").notNull(),
+    note: text("note"),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [index("payment_resolutions_payment").on(t.paymentId, t.id)],
+);

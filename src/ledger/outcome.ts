@@ -75,6 +75,12 @@ export interface SettlerDeps {
   transaction?: <T>(fn: () => T) => T;
 }
 
+/**
+ * Pending rows updated before the time this returns are from a stopped process: three bounded
+ * calls are the most a live settlement or resolution makes.
+ */
+export const staleBeforeFor = (timeoutMs: number) => () => new Date(Date.now() - 3 * timeoutMs - 5000).toISOString();
+
 /** Facilitator answers that mean "sent, not confirmed yet" rather than a refusal. */
 export const NOT_YET = new Set(["settlement_pending", "duplicate_settlement"]);
 
@@ -100,7 +106,7 @@ export function safeReason(error: unknown): string {
 
 /** The settlement transaction is known: the row is settled. */
 export function paid(
-  deps: SettlerDeps,
+  deps: Pick<SettlerDeps, "payments" | "entitlements" | "transaction" | "log">,
   attempt: Pick<PaymentAttempt, "claim" | "access">,
   row: Payment,
   txHash: string,

@@ -25,6 +25,7 @@ import {
   type PaymentAttempt,
   type SettlerDeps,
   safeReason,
+  staleBeforeFor,
   unconfirmed,
   withDeadline,
 } from "./outcome";
@@ -36,7 +37,7 @@ export type { Outcome, PaymentAttempt, SettlerDeps, Timings } from "./outcome";
 /** Creates the settler of one app: its in-flight map lives as long as the app. */
 export function createLedgerSettler(deps: SettlerDeps) {
   // A pending row older than three bounded calls (the most a settlement or resolution makes) is from an interrupted process.
-  const staleSince = () => new Date(Date.now() - 3 * deps.timeoutMs - 5000).toISOString();
+  const staleSince = staleBeforeFor(deps.timeoutMs);
   const inflight = new Map<string, { cid: string; proofHash: string; outcome: Promise<Outcome> }>();
 
   async function settle(attempt: PaymentAttempt, row: Payment): Promise<Outcome> {

@@ -247,6 +247,26 @@ export function createPaymentStore(db: Db) {
       });
     },
 
+    /**
+     * Pending rows nobody is settling now (unconfirmed, or pending since before
+     * `staleBefore`: their process stopped), oldest first: what the background
+     * reconciliation resolves from the chain.
+     */
+    unresolved(staleBefore: string, limit = 500): Payment[] {
+      return db
+        .select()
+        .from(payments)
+        .where(
+          and(
+            eq(payments.state, "pending"),
+            sql`(${payments.error} LIKE ${`${UNCONFIRMED}%`} OR ${payments.updatedAt} < ${staleBefore})`,
+          ),
+        )
+        .orderBy(asc(payments.id))
+        .limit(limit)
+        .all();
+    },
+
     /** Marks a pending row settled; undefined when the row was not pending. */
     markSettled(id: number, txHash: string): Payment | undefined {
       return statements.markSettled.get({ id, txHash, now: nowIso() });

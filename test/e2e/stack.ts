@@ -27,6 +27,8 @@ export interface StackOptions {
   amount?: string;
   buyers?: number;
   env?: Record<string, string>;
+  /** Background reconciliation (default off: tests look at pending rows; they call `reconciler.runOnce()`). */
+  reconcile?: boolean;
   /** Wraps the real facilitator (to count calls or inject a fault). */
   wrapFacilitator?: (real: Facilitator) => Facilitator;
 }
@@ -89,6 +91,7 @@ export async function createTestStack(options: StackOptions) {
       jwtSecret: STACK_JWT_SECRET,
       facilitator,
       pricing: false,
+      reconcile: options.reconcile ?? false,
     });
     const { url, app } = running;
 
@@ -105,6 +108,7 @@ export async function createTestStack(options: StackOptions) {
       settings,
       devnet,
       facilitator,
+      reconciler: running.reconciler,
       instruction,
       cids,
       balanceOf,

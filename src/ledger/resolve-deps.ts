@@ -1,0 +1,41 @@
+/**
+ * What resolving pending payments from the chain needs, made once from a
+ * database, its stores and the settings: the server's background
+ * reconciliation and operator route (app.ts) and `cidgate payments resolve`
+ * (cli/payments.ts) resolve with the same writes.
+ */
+import type { Db } from "../db/client";
+import type { Settings } from "../settings";
+import type { Stores } from "../stores";
+import { chainReaders } from "./chain-lookup";
+import { type SettlerDeps, staleBeforeFor } from "./outcome";
+import { accessOf } from "./reconcile";
+import { createResolutionStore } from "./resolutions";
+import type { ResolveDeps } from "./resolve";
+
+export function resolveDeps(
+  db: Db,
+  stores: Pick<Stores, "payments" | "entitlements" | "instructions">,
+  settings: Settings,
+  log: SettlerDeps["log"],
+  lookup = chainReaders(settings)?.lookup,
+): ResolveDeps {
+  return {
+    payments: stores.payments,
+    entitlements: stores.entitlements,
+    // The settled row and the entitlement it grants: one transaction (synchronous, so it rolls back).
+    transaction: (fn) => db.sqlite.transaction(fn)(),
+    log,
+    timeoutMs: settings.facilitatorTimeoutMs,
+    lookup,
+    resolutions: createResolutionStore(db),
+    instructionAccess: (id) => {
+      try {
+        return accessOf(stores.instructions.get(id));
+      } catch {
+        return undefined; // the instruction was deleted: the payment stands, nothing more is granted
+      }
+    },
+    staleBefore: staleBeforeFor(settings.facilitatorTimeoutMs),
+  };
+}
