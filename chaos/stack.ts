@@ -127,11 +127,19 @@ export interface ChaosGateway {
 /** cidgate in this process (startServer), pointed at the proxy; background reconciliation off unless asked. */
 export async function startChaosGateway(
   chain: ChaosChain,
-  o: { rpc: boolean; files: Record<string, string>; env?: Record<string, string>; reconcile?: boolean },
+  o: {
+    rpc: boolean;
+    files: Record<string, string>;
+    env?: Record<string, string>;
+    reconcile?: boolean;
+    /** A database file (for a CLI to open too); default in memory. */
+    dbFile?: boolean;
+  },
 ): Promise<ChaosGateway> {
   const dir = mkdtempSync(join(tmpdir(), "cidgate-chaos-"));
-  const settings = loadSettings(gatewayEnv(chain, dir, o));
-  const db = openDb(":memory:");
+  const dbPath = o.dbFile ? join(dir, "cidgate.db") : ":memory:";
+  const settings = loadSettings(gatewayEnv(chain, dir, { ...o, db: dbPath }));
+  const db = openDb(dbPath);
   const { stores, cids } = await priceFiles(db, settings, chain, o.files);
   const logLines: string[] = [];
   const log = createLogger("info", { write: (line: string) => void logLines.push(line) });
