@@ -101,14 +101,16 @@ describe("POST /v3/x402/payments/{id}/resolve without an RPC", () => {
     const { id, proof, tx } = await leavePending(0, "drop");
     const checked = await resolve(id);
     expect(checked.status).toBe(409);
-    expect((await checked.json()).error.message).toContain("settle it with its transaction hash, or release it");
+    expect(((await checked.json()) as any).error.message).toContain(
+      "settle it with its transaction hash, or release it",
+    );
     expect((await resolve(id, { action: "settle", transaction: tx }, readToken)).status).toBe(403);
     expect((await resolve(id, { action: "settle", transaction: "0x12" })).status).toBe(400);
     expect(gw.stores.payments.get(id)!.state).toBe("pending"); // bad requests changed nothing
 
     const res = await resolve(id, { action: "settle", transaction: tx, note: "seen on the explorer" });
     expect(res.status).toBe(200);
-    const { data } = await res.json();
+    const { data } = (await res.json()) as any;
     expect(data.payment).toMatchObject({ id, state: "settled", transaction: tx });
     expect(data.resolution).toMatchObject({ action: "settle", outcome: "settled", basis: "operator", transaction: tx });
     expect(data.resolution.actor).toStartWith("api:ops/");
@@ -125,7 +127,7 @@ describe("POST /v3/x402/payments/{id}/resolve without an RPC", () => {
     const { id, proof } = await leavePending(1, "blackhole");
     const res = await resolve(id, { action: "release" });
     expect(res.status).toBe(200);
-    expect((await res.json()).data.payment.state).toBe("failed");
+    expect(((await res.json()) as any).data.payment.state).toBe("failed");
     expect(audit(id)).toEqual([expect.objectContaining({ action: "release", outcome: "failed", basis: "operator" })]);
     const settledBefore = chain.proxy.settled.length;
     const paid = await buy(gw.url, cid(), proof.header);
@@ -150,7 +152,7 @@ describe("with an RPC the chain decides", () => {
     const { id, tx } = await leavePending(2, "drop");
     const res = await resolve(id, { action: "release" }, writeToken, withRpc().app);
     expect(res.status).toBe(200);
-    const { data } = await res.json();
+    const { data } = (await res.json()) as any;
     expect(data.payment).toMatchObject({ state: "settled", transaction: tx });
     expect(data.resolution).toMatchObject({ basis: "chain", outcome: "settled" });
   }, 30_000);
@@ -172,7 +174,7 @@ describe("with an RPC the chain decides", () => {
     } finally {
       await reconciler.stop();
     }
-    expect(gw.stores.payments.get(id)!.txHash).toBe(tx);
+    expect(gw.stores.payments.get(id)!.txHash).toBe(tx as string);
   }, 30_000);
 });
 
