@@ -90,6 +90,7 @@ export async function priceFiles(
   settings: Settings,
   chain: ChaosChain,
   files: Record<string, string>,
+  access?: "once" | "forever",
 ): Promise<{ stores: Stores; cids: Record<string, string> }> {
   mkdirSync(settings.contentDir, { recursive: true });
   for (const [name, bytes] of Object.entries(files)) writeFileSync(join(settings.contentDir, name), bytes);
@@ -98,6 +99,7 @@ export async function priceFiles(
   const instruction = stores.instructions.create({
     name: "Access fee",
     description: "Access fee",
+    ...(access ? { access } : {}),
     requirements: [
       { network: "base-sepolia", asset: chain.devnet.token, pay_to: chain.devnet.seller.address, amount: PRICE },
     ],
@@ -171,14 +173,15 @@ export async function startChaosGateway(
 export const buyerOf = (chain: ChaosChain, i: number): PrivateKeyAccount =>
   privateKeyToAccount(chain.devnet.buyers[i].privateKey);
 
-/** A fresh x402 v1 proof from buyer `i` for PRICE to the seller. */
-export function proofFor(chain: ChaosChain, i: number) {
+/** A fresh x402 v1 proof from buyer `i` for PRICE to the seller; `validForSeconds` default 60. */
+export function proofFor(chain: ChaosChain, i: number, validForSeconds?: number) {
   return signProof({
     version: 1,
     account: buyerOf(chain, i),
     asset: chain.devnet.token,
     payTo: chain.devnet.seller.address,
     amount: PRICE,
+    validBefore: validForSeconds === undefined ? undefined : Math.floor(Date.now() / 1000) + validForSeconds,
   });
 }
 
