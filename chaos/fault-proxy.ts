@@ -89,12 +89,12 @@ export function startFaultProxy(target: string, mode: FaultMode = "pass"): Fault
         });
       if (m === "blackhole") return hang();
       const r = await forward(request, path, body);
-      if (m === "delay") await Bun.sleep(proxy.delayMs);
       let answer: { success?: boolean; transaction?: string; payer?: string } = {};
       try {
         answer = JSON.parse(r.text);
       } catch {}
       if (answer.success && answer.transaction) proxy.settled.push(answer.transaction);
+      if (m === "delay") await Bun.sleep(proxy.delayMs);
       if (m === "failAfterSettle")
         return Response.json({
           success: false,

@@ -1,9 +1,9 @@
 /**
  * Background reconciliation (issue 10, item 3): at start and every
- * RECONCILE_SECONDS, every pending row nobody is settling (unconfirmed, or
- * left by a process that stopped) is resolved from the chain, so landed money
- * is missing from the totals for at most one interval and no buyer has to
- * come back for it:
+ * RECONCILE_SECONDS, every pending row (unconfirmed, left by a process that
+ * was killed, or being settled right now: the chain's answer is final
+ * whoever records it) is resolved from the chain, so landed money is missing
+ * from the totals for at most one interval and no buyer has to come back:
  *
  * - the authorization paid pay-to -> settled, with the entitlement its
  *   instruction grants (outcome.ts `paid`: one transaction);
@@ -29,8 +29,8 @@ export interface ReconcileDeps
   extends Pick<SettlerDeps, "payments" | "entitlements" | "transaction" | "log" | "timeoutMs" | "lookup"> {
   /** The instruction a row was paid under, for the entitlement it grants (undefined: gone). */
   instructionAccess: (instructionId: string) => PaymentAttempt["access"] | undefined;
-  /** Pending rows updated before this are from a stopped process (the settler's bound). */
-  staleBefore: () => string;
+  /** Pending rows updated before this time are reconciled. */
+  pendingBefore: () => string;
 }
 
 /** The access an instruction grants, for `instructionAccess` (none when it was deleted). */
@@ -78,7 +78,7 @@ export function createReconciler(deps: ReconcileDeps & { intervalSeconds: number
   async function round(): Promise<ReconcileRound> {
     const result = { checked: 0, settled: 0, released: 0, open: 0, errors: 0 };
     if (!deps.lookup) return result;
-    for (const row of deps.payments.unresolved(deps.staleBefore())) {
+    for (const row of deps.payments.unresolved(deps.pendingBefore())) {
       result.checked++;
       try {
         const r = await resolveFromChain(deps, row);

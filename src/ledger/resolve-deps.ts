@@ -8,7 +8,7 @@ import type { Db } from "../db/client";
 import type { Settings } from "../settings";
 import type { Stores } from "../stores";
 import { chainReaders } from "./chain-lookup";
-import { type SettlerDeps, staleBeforeFor } from "./outcome";
+import type { SettlerDeps } from "./outcome";
 import { accessOf } from "./reconcile";
 import { createResolutionStore } from "./resolutions";
 import type { ResolveDeps } from "./resolve";
@@ -36,6 +36,9 @@ export function resolveDeps(
         return undefined; // the instruction was deleted: the payment stands, nothing more is granted
       }
     },
-    staleBefore: staleBeforeFor(settings.facilitatorTimeoutMs),
+    // Every pending row, a live settlement's too: what the chain shows (paid, spent, expired) is final whoever
+    // records it, and a row still open is left alone. So landed money waits one interval at most, even after
+    // a kill -9 (a stale-row window would add three facilitator timeouts).
+    pendingBefore: () => new Date().toISOString(),
   };
 }

@@ -248,18 +248,17 @@ export function createPaymentStore(db: Db) {
     },
 
     /**
-     * Pending rows nobody is settling now (unconfirmed, or pending since before
-     * `staleBefore`: their process stopped), oldest first: what the background
-     * reconciliation resolves from the chain.
+     * Pending rows that are unconfirmed or were last updated before `before`,
+     * oldest first: what the background reconciliation resolves from the chain.
      */
-    unresolved(staleBefore: string, limit = 500): Payment[] {
+    unresolved(before: string, limit = 500): Payment[] {
       return db
         .select()
         .from(payments)
         .where(
           and(
             eq(payments.state, "pending"),
-            sql`(${payments.error} LIKE ${`${UNCONFIRMED}%`} OR ${payments.updatedAt} < ${staleBefore})`,
+            sql`(${payments.error} LIKE ${`${UNCONFIRMED}%`} OR ${payments.updatedAt} < ${before})`,
           ),
         )
         .orderBy(asc(payments.id))
