@@ -6,10 +6,11 @@
  * every landed payment (with its entitlement) and release the rest, and the
  * ledger must agree with the chain.
  */
+
+import { openDb } from "../../src/db/client";
 import type { ChaosCase, ChaosRow } from "../case";
 import { prepareProcessGateway } from "../process";
 import { buy, integrity, proofFor, startChaosChain } from "../stack";
-import { openDb } from "../../src/db/client";
 
 const BUYERS = 8;
 
@@ -61,7 +62,12 @@ const run: ChaosCase = async () => {
         wrong: pending + Math.abs(landed - settled) + Math.abs(settled - entitled),
         note: `${landed} landed, ${pendingAfterKill} pending after the kill, all resolved ${resolvedIn} s after restart `,
       },
-      { case: "kill -9 with settlements landing: ledger vs chain", tried: 1, wrong: problems.length, note: problems[0] },
+      {
+        case: "kill -9 with settlements landing: ledger vs chain",
+        tried: 1,
+        wrong: problems.length,
+        note: problems[0],
+      },
     ];
     return rows;
   } finally {
