@@ -15,12 +15,22 @@
  * - `drop`: forwarded, and the answer never comes (the connection hangs
  *   until the caller gives up);
  * - `blackhole`: never forwarded, never answered (the settle never reached the chain);
+ * - `refuseWhileSettling`: forwarded, and without waiting for it, HTTP 400
+ *   `unexpected_settle_error` after `delayMs` (the transaction may still be in flight);
  * - `delay`: forwarded, and the answer held back `delayMs` (a slow receipt: a
  *   window in which the money has moved and cidgate does not know it yet).
  *
  * `settled` lists the real settlement transactions it saw succeed.
  */
-export type FaultMode = "pass" | "lie" | "failAfterSettle" | "http400AfterSettle" | "drop" | "blackhole" | "delay";
+export type FaultMode =
+  | "pass"
+  | "lie"
+  | "failAfterSettle"
+  | "http400AfterSettle"
+  | "refuseWhileSettling"
+  | "drop"
+  | "blackhole"
+  | "delay";
 
 export interface FaultProxy {
   url: string;
@@ -88,7 +98,22 @@ export function startFaultProxy(target: string, mode: FaultMode = "pass"): Fault
           request.signal.addEventListener("abort", done);
         });
       if (m === "blackhole") return hang();
-      const r = await forward(request, path, body);
+      const forwarded = forward(request, path, body);
+      if (m === "refuseWhileSettling") {
+        void forwarded.then(
+          (r) => {
+            const answer = JSON.parse(r.text);
+            if (answer.success && answer.transaction) proxy.settled.push(answer.transaction);
+          },
+          () => {},
+        );
+        await Bun.sleep(proxy.delayMs);
+        return Response.json(
+          { success: false, errorReason: "unexpected_settle_error", transaction: "", network },
+          { status: 400 },
+        );
+      }
+      const r = await forwarded;
       let answer: { success?: boolean; transaction?: string; payer?: string } = {};
       try {
         answer = JSON.parse(r.text);

@@ -10,4 +10,5 @@ CREATE TABLE `payment_resolutions` (
 	`created_at` text NOT NULL
 );
 --> statement-breakpoint
-CREATE INDEX `payment_resolutions_payment` ON `payment_resolutions` (`payment_id`,`id`);
+CREATE INDEX `payment_resolutions_payment` ON `payment_resolutions` (`payment_id`,`id`);--> statement-breakpoint
+CREATE INDEX `payments_pending` ON `payments` (`id`) WHERE state = 'pending';

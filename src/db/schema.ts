@@ -4,6 +4,7 @@
  * Times are ISO 8601 UTC strings so that they sort and read the same.
  */
 
+import { sql } from "drizzle-orm";
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /** Owned by instructions/. `source` is "api" or "file:<config file>#<key>". */
@@ -86,6 +87,8 @@ export const payments = sqliteTable(
     index("payments_payer").on(t.payer, t.id),
     index("payments_instruction").on(t.instructionId, t.id),
     index("payments_created").on(t.createdAt),
+    // The background reconciliation's scan (ledger/reconcile.ts): pending rows only, a handful.
+    index("payments_pending").on(t.id).where(sql`state = 'pending'`),
   ],
 );
 

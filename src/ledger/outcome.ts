@@ -115,7 +115,10 @@ export function paid(
   const { claim, access } = attempt;
   const record = () => {
     // Only a pending row is marked; a row released meanwhile (it cannot be, within the bounds) is recorded anyway.
-    const payment = deps.payments.markSettled(row.id, txHash) ?? { ...row, state: "settled" as const, txHash };
+    // A released row the chain shows paid after all (reconcile.ts) is settled from `failed`.
+    const payment = (row.state === "failed"
+      ? deps.payments.settleReleased(row.id, txHash)
+      : deps.payments.markSettled(row.id, txHash)) ?? { ...row, state: "settled" as const, txHash };
     const entitlement = access
       ? deps.entitlements?.grantForPayment({
           payer: claim.payer,

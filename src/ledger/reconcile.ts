@@ -10,6 +10,10 @@
  * - it was used otherwise, or expired unused on chain -> failed (released);
  * - still usable, or used by a transaction not found -> left for the next round.
  *
+ * Rows released after a remote facilitator refused their settle (the nonce
+ * was unused then) are looked at too while their authorization could still
+ * land: a transaction in flight that pays after all is settled.
+ *
  * Without an RPC for a row's network nothing can be known: the row waits for
  * its buyer or an operator (`cidgate payments resolve`, resolve.ts).
  */
@@ -46,7 +50,13 @@ export async function resolveFromChain(deps: ReconcileDeps, row: Payment): Promi
   if (!deps.lookup) return { state: "open", detail: "no RPC is configured: the chain cannot be read", blind: true };
   const f = await withDeadline(deps.lookup(row), deps.timeoutMs, "chain lookup");
   if (!f) return { state: "open", detail: `no RPC is configured for ${row.network}`, blind: true };
+  if (row.state === "failed" && f.state !== "paid") return { state: "open", detail: "released; no payment on chain" };
   if (f.state === "paid") {
+    if (row.state === "failed")
+      deps.log?.warn(
+        { cid: row.cid, payer: row.payer, row: row.id, tx: f.txHash },
+        "a payment released after its settle was refused landed on chain after all: settled",
+      );
     const attempt = { claim: claimOf(row), access: deps.instructionAccess(row.instructionId) };
     const outcome = paid(deps, attempt, row, f.txHash);
     return { state: "settled", payment: outcome.kind === "paid" ? outcome.payment : row };
@@ -78,7 +88,11 @@ export function createReconciler(deps: ReconcileDeps & { intervalSeconds: number
   async function round(): Promise<ReconcileRound> {
     const result = { checked: 0, settled: 0, released: 0, open: 0, errors: 0 };
     if (!deps.lookup) return result;
-    for (const row of deps.payments.unresolved(deps.pendingBefore())) {
+    const rows = [
+      ...deps.payments.unresolved(deps.pendingBefore()),
+      ...deps.payments.releasedAfterSettle(Math.floor(Date.now() / 1000)),
+    ];
+    for (const row of rows) {
       result.checked++;
       try {
         const r = await resolveFromChain(deps, row);

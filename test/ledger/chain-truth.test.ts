@@ -26,7 +26,7 @@ let chain: ChaosChain;
 let gw: ChaosGateway;
 
 beforeAll(async () => {
-  chain = await startChaosChain(6);
+  chain = await startChaosChain(7);
   // A short facilitator bound: a dropped answer turns into an unconfirmed row quickly.
   gw = await startChaosGateway(chain, {
     rpc: true,
@@ -116,6 +116,33 @@ describe("a facilitator that settles on chain, then answers a failure", () => {
     expect(rowOf(gw.db, buyerOf(chain, 3).address, p.nonce)!.state).toBe("settled");
     expect(entitlementsOf(buyerOf(chain, 3).address)).toBe(1);
   });
+});
+
+describe("a refusal while the facilitator's transaction is still in flight", () => {
+  test("released while the nonce is unused; once the transaction lands, the reconciliation settles it", async () => {
+    const p = await proofFor(chain, 6);
+    const payer = buyerOf(chain, 6).address;
+    const rpc = localPublicClient(chain.devnet.rpcUrl);
+    const settledBefore = chain.proxy.settled.length;
+    await rpc.request({ method: "evm_setAutomine" as any, params: [false] as any });
+    try {
+      chain.proxy.mode = "refuseWhileSettling";
+      chain.proxy.delayMs = 300;
+      const res = await buy(gw.url, cid(), p.header).finally(() => (chain.proxy.mode = "pass"));
+      expect(res.status).toBe(403);
+      expect(res.text).not.toContain(FILE);
+      expect(rowOf(gw.db, payer, p.nonce)!.state).toBe("failed");
+    } finally {
+      await rpc.request({ method: "evm_setAutomine" as any, params: [true] as any });
+    }
+    await rpc.request({ method: "evm_mine" as any, params: [] as any });
+    await eventually(() => chain.proxy.settled.length > settledBefore, "the facilitator's transaction mined");
+    await gw.running.reconciler.runOnce();
+    const row = rowOf(gw.db, payer, p.nonce)!;
+    expect(row.state).toBe("settled");
+    expect(entitlementsOf(payer)).toBe(1);
+    expect(await integrity(chain, gw.db)).toEqual([]);
+  }, 60_000);
 });
 
 describe("background reconciliation", () => {
