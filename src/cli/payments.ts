@@ -6,6 +6,7 @@
  * the OS user as who.
  */
 import { userInfo } from "node:os";
+import pino from "pino";
 import { openDb } from "../db/client";
 import { ApiError } from "../http/errors";
 import { createLogger } from "../http/logging";
@@ -54,12 +55,8 @@ const resolve = defineCommand({
     const db = openDb(settings.db);
     try {
       const stores = createStores(db, settings);
-      const deps = resolveDeps(
-        db,
-        stores,
-        settings,
-        createLogger(settings.logLevel === "info" ? "warn" : settings.logLevel),
-      );
+      // The command's one line is its answer on stdout: the ledger's log lines go to stderr.
+      const deps = resolveDeps(db, stores, settings, createLogger(settings.logLevel, pino.destination(2)));
       const { payment, resolution } = await resolvePayment(deps, {
         id: Number(id),
         action,

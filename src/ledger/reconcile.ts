@@ -84,6 +84,7 @@ export interface ReconcileRound {
 export function createReconciler(deps: ReconcileDeps & { intervalSeconds: number }) {
   let running: Promise<ReconcileRound> | undefined;
   let timer: ReturnType<typeof setInterval> | undefined;
+  let stopping = false;
 
   async function round(): Promise<ReconcileRound> {
     const result = { checked: 0, settled: 0, released: 0, open: 0, errors: 0 };
@@ -93,6 +94,7 @@ export function createReconciler(deps: ReconcileDeps & { intervalSeconds: number
       ...deps.payments.releasedAfterSettle(Math.floor(Date.now() / 1000)),
     ];
     for (const row of rows) {
+      if (stopping) break; // a stopping server waits for one row at most
       result.checked++;
       try {
         const r = await resolveFromChain(deps, row);
@@ -122,12 +124,14 @@ export function createReconciler(deps: ReconcileDeps & { intervalSeconds: number
     /** A round at once, then one every `intervalSeconds`; the timer does not hold the process open. */
     start() {
       if (timer || !deps.lookup) return;
+      stopping = false;
       void runOnce();
       timer = setInterval(() => void runOnce(), deps.intervalSeconds * 1000);
       timer.unref?.();
     },
     /** Stops the timer and waits for a round in flight. */
     async stop() {
+      stopping = true;
       if (timer) clearInterval(timer);
       timer = undefined;
       await running;

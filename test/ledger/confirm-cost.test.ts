@@ -17,6 +17,7 @@ import {
   startChaosGateway,
 } from "../../chaos/stack";
 import { createLocalFacilitator } from "../../src/facilitator/local";
+import { chainReaders } from "../../src/ledger/chain-lookup";
 import { createLedgerSettler } from "../../src/ledger/settler";
 import { loadSettings } from "../../src/settings";
 
@@ -121,4 +122,21 @@ test("the built-in facilitator's success is not confirmed again", async () => {
   local.close();
   expect(outcome.kind).toBe("paid");
   expect(confirms).toBe(0);
+});
+
+test("an RPC per network: RPC_URL_BASE_SEPOLIA alone reads base-sepolia rows; a base row has no RPC", async () => {
+  // A payment the first test settled.
+  const row = gw.stores.payments.list({ state: "settled" }, { limit: 1 }).items[0];
+  const perNetwork = chainReaders({
+    rpcUrl: undefined,
+    rpcUrlBaseSepolia: chain.devnet.rpcUrl,
+    facilitatorTimeoutMs: 5000,
+  })!;
+  expect(await perNetwork.lookup(row)).toEqual({ state: "paid", txHash: row.txHash as `0x${string}` });
+  expect(await perNetwork.confirm(row, row.txHash!)).toEqual({ state: "confirmed" });
+  expect(await perNetwork.lookup({ ...row, network: "base" })).toBeUndefined();
+  // RPC_URL is on the devnet's chain (84532): it never answers for base (8453).
+  const single = chainReaders({ rpcUrl: chain.devnet.rpcUrl, facilitatorTimeoutMs: 5000 })!;
+  expect(await single.confirm({ ...row, network: "base" }, row.txHash!)).toBeUndefined();
+  expect(chainReaders({ rpcUrl: undefined, facilitatorTimeoutMs: 5000 })).toBeUndefined();
 });
