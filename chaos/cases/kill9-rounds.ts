@@ -15,7 +15,7 @@ import { type GatewayProcess, prepareProcessGateway } from "../process";
 import { buy, integrity, proofFor, startChaosChain } from "../stack";
 
 const ROUNDS = 5;
-const BUYERS = 6;
+const BUYERS = 10;
 
 const run: ChaosCase = async () => {
   const chain = await startChaosChain(BUYERS);
@@ -49,7 +49,7 @@ const run: ChaosCase = async () => {
           if (res.status === 200) served++;
         }
       });
-      await Bun.sleep(700 + Math.floor(Math.random() * 1500));
+      await Bun.sleep(2000 + Math.floor(Math.random() * 3000));
       await server.kill9();
       stop = true;
       await Promise.all(loops);
