@@ -22,7 +22,7 @@ import { createReconciler } from "./ledger/reconcile";
 import { resolvePayment } from "./ledger/resolve";
 import { resolveDeps } from "./ledger/resolve-deps";
 import { paymentsModule } from "./ledger/routes";
-import { createLedgerSettler, type SettlerDeps } from "./ledger/settler";
+import { createLedgerSettler } from "./ledger/settler";
 import { configModule } from "./pricing/routes";
 import type { Pricing } from "./pricing/service";
 import type { Settings } from "./settings";
@@ -57,21 +57,11 @@ export function composeApp(deps: AppDeps) {
   const { payments, entitlements } = stores;
   const publicUrl = deps.publicUrl ?? settings.publicUrl;
   const chain = chainReaders(settings);
-  const settlerDeps: SettlerDeps = {
-    payments,
-    entitlements,
-    // The settled row and the entitlement it grants: one transaction (synchronous, so it rolls back).
-    transaction: (fn) => deps.db.sqlite.transaction(fn)(),
-    facilitator: deps.facilitator,
-    timeoutMs: settings.facilitatorTimeoutMs,
-    log: deps.log,
-    // The chain decides (ledger/chain-check.ts): confirm remote settlements, resolve unconfirmed ones.
-    lookup: chain?.lookup,
-    confirm: chain?.confirm,
-  };
-  const settler = createLedgerSettler(settlerDeps);
-  // Pending rows resolved from the chain: in the background (server.ts starts it) and by operators.
+  // What settling and resolving from the chain share: stores, the one-transaction write, log, bounds, the RPC.
   const reconcileDeps = resolveDeps(deps.db, stores, settings, deps.log, chain?.lookup);
+  // The chain decides (ledger/chain-check.ts): confirm remote settlements, resolve unconfirmed ones.
+  const settler = createLedgerSettler({ ...reconcileDeps, facilitator: deps.facilitator, confirm: chain?.confirm });
+  // Pending rows resolved from the chain: in the background (server.ts starts it) and by operators.
   const reconciler = createReconciler({ ...reconcileDeps, intervalSeconds: settings.reconcileSeconds });
   const catalog = createCatalog(deps.db, stores, { ...settings, publicUrl });
   const purchase = createPurchase({
