@@ -1,39 +1,46 @@
 /**
- * A minimal runner for the chaos cases (the lead keeps branch i10a's runner
- * when merging): `bun chaos/run.ts [name...]` runs chaos/cases/<name>.ts (all
- * of them when none is named), one after another, and prints one table of
- * case, tried, wrong. Exits 1 when anything was wrong.
+ * `bun run chaos`: every case in chaos/cases/ (sorted by file name), one
+ * after another, then a table (case, tried, wrong). Exit 1 if anything went
+ * wrong, or a case could not run. `bun run chaos <name>...` runs only the
+ * cases whose file name contains one of the names.
  */
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import type { ChaosCase, ChaosRow } from "./case";
 
 const dir = join(import.meta.dir, "cases");
-const names = process.argv.slice(2).length
-  ? process.argv.slice(2)
-  : readdirSync(dir)
-      .filter((f) => f.endsWith(".ts"))
-      .map((f) => f.slice(0, -3))
-      .sort();
+const only = process.argv.slice(2);
+const files = readdirSync(dir)
+  .filter((f) => f.endsWith(".ts"))
+  .filter((f) => only.length === 0 || only.some((name) => f.includes(name)))
+  .sort();
 
 const rows: ChaosRow[] = [];
-for (const name of names) {
+let broken = 0;
+for (const file of files) {
   const started = performance.now();
-  const run = (await import(join(dir, `${name}.ts`))).default as ChaosCase;
+  process.stderr.write(`chaos: ${file} ...\n`);
   try {
+    const run = (await import(join(dir, file))).default as ChaosCase;
     const got = await run();
     rows.push(...got);
-    console.error(`${name}: ${got.length} rows in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-  } catch (e) {
-    rows.push({ case: name, tried: 0, wrong: 1, note: `the case failed to run: ${(e as Error).message}` });
+    process.stderr.write(`chaos: ${file} done in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
+  } catch (error) {
+    broken++;
+    rows.push({ case: file, tried: 0, wrong: 1, note: `could not run: ${(error as Error)?.message ?? error}` });
   }
 }
 
-const width = Math.max(4, ...rows.map((r) => r.case.length));
-console.log(`| ${"case".padEnd(width)} | tried | wrong | note`);
-console.log(`|${"-".repeat(width + 2)}|-------|-------|-----`);
-for (const r of rows)
-  console.log(
-    `| ${r.case.padEnd(width)} | ${String(r.tried).padStart(5)} | ${String(r.wrong).padStart(5)} | ${r.note ?? ""}`,
-  );
-process.exitCode = rows.some((r) => r.wrong > 0) ? 1 : 0;
+const header = ["case", "tried", "wrong", "note"];
+const cells = rows.map((r) => [r.case, String(r.tried), String(r.wrong), r.note ?? ""]);
+const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => c[i].length)));
+const line = (c: string[]) =>
+  `| ${c.map((v, i) => (i === 1 || i === 2 ? v.padStart(widths[i]) : v.padEnd(widths[i]))).join(" | ")} |`;
+console.log(line(header));
+console.log(`|${widths.map((w, i) => (i === 1 || i === 2 ? `${"-".repeat(w + 1)}:` : "-".repeat(w + 2))).join("|")}|`);
+for (const c of cells) console.log(line(c));
+const wrong = rows.reduce((n, r) => n + r.wrong, 0);
+console.log(
+  `\n${rows.length} rows, ${rows.reduce((n, r) => n + r.tried, 0)} tried, ${wrong} wrong${broken ? `, ${broken} case(s) failed to run` : ""}`,
+);
+process.exit(wrong > 0 ? 1 : 0);

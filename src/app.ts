@@ -20,11 +20,13 @@ import { errors } from "./http/errors";
 import { healthModule } from "./http/health";
 import type { Logger } from "./http/logging";
 import { instructionsModule } from "./instructions/routes";
-import { paymentLookup } from "./ledger/chain-lookup";
+import { chainReaders } from "./ledger/chain-lookup";
+import { createReconciler } from "./ledger/reconcile";
+import { resolvePayment } from "./ledger/resolve";
+import { resolveDeps } from "./ledger/resolve-deps";
 import { paymentsModule } from "./ledger/routes";
 import { createLedgerSettler } from "./ledger/settler";
 import type { Dispatcher } from "./notifications/dispatcher";
-import { ledgerEvents } from "./notifications/hooks";
 import { webhooksModule } from "./notifications/routes";
 import { createPaywall, PAGE_HEADERS } from "./paywall/paywall";
 import { paywallModule } from "./paywall/routes";
@@ -79,17 +81,18 @@ export function composeApp(deps: AppDeps) {
     },
     pathsOf: () => new Map(stores.content.list().map((f) => [f.cid, f.path])),
   });
+  const chain = chainReaders(settings);
+  // What settling and resolving from the chain share: stores, the one-transaction write, log, bounds, the RPC,
+  // the webhook events queued in the settle transaction.
+  const reconcileDeps = resolveDeps(deps.db, stores, settings, deps.log, chain?.lookup);
+  // The chain decides (ledger/chain-check.ts): confirm remote settlements, resolve unconfirmed ones.
   const settler = createLedgerSettler({
-    payments,
-    entitlements,
-    // The settled row and the entitlement it grants: one transaction (synchronous, so it rolls back).
-    transaction: (fn) => deps.db.sqlite.transaction(fn)(),
+    ...reconcileDeps,
     facilitator: stats.metrics.instrument(deps.facilitator),
-    timeoutMs: settings.facilitatorTimeoutMs,
-    log: deps.log,
-    lookup: paymentLookup(settings),
-    events: ledgerEvents(stores.notifications),
+    confirm: chain?.confirm,
   });
+  // Pending rows resolved from the chain: in the background (server.ts starts it) and by operators.
+  const reconciler = createReconciler({ ...reconcileDeps, intervalSeconds: settings.reconcileSeconds });
   const catalog = createCatalog(deps.db, stores, { ...settings, publicUrl });
   const purchase = observePurchase(
     createPurchase({
@@ -130,7 +133,7 @@ export function composeApp(deps: AppDeps) {
   const app = new Elysia()
     .use(errors)
     .use(instructionsModule({ store: stores.instructions, settings, jwtSecret, tokens }))
-    .use(paymentsModule({ payments, jwtSecret, tokens }))
+    .use(paymentsModule({ payments, jwtSecret, tokens, resolve: (r) => resolvePayment(reconcileDeps, r) }))
     .use(statsModule({ stats, jwtSecret, tokens }))
     .use(
       entitlementsModule({ entitlements: stores.entitlements, instructions: stores.instructions, jwtSecret, tokens }),
@@ -149,7 +152,7 @@ export function composeApp(deps: AppDeps) {
     )
     .use(gatewayModule(gateway))
     .use(paywallModule(paywall, settings));
-  return { app, gateway, stores, settler, stats };
+  return { app, gateway, stores, settler, stats, reconciler };
 }
 
 export const createApp = (deps: AppDeps) => composeApp(deps).app;

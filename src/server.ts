@@ -17,6 +17,7 @@ import { errorResponse } from "./http/errors";
 import { publicUrlCheck } from "./http/forwarded";
 import { resolveJwtSecret } from "./http/jwt-secret";
 import { createLogger, type Logger, withRequestLog } from "./http/logging";
+import { hasRpc } from "./ledger/chain-lookup";
 import { startPruning } from "./ledger/prune";
 import { createDispatcher, type DispatcherOptions } from "./notifications/dispatcher";
 import { reportReloadFailures } from "./notifications/hooks";
@@ -54,6 +55,11 @@ export interface ServerOptions {
   shutdownGraceMs?: number;
   /** The webhook dispatcher's timing (tests shorten the retry schedule); default: dispatcher.ts's. */
   webhooks?: Pick<DispatcherOptions, "scheduleMs" | "pollMs" | "timeoutMs">;
+  /**
+   * Resolve pending payments from the chain at start and every RECONCILE_SECONDS
+   * (ledger/reconcile.ts). Default true; tests that inspect pending rows turn it off.
+   */
+  reconcile?: boolean;
 }
 
 /**
@@ -116,7 +122,7 @@ export async function startServer(options: ServerOptions) {
   const url = `http://${settings.host.includes(":") ? `[${settings.host}]` : settings.host}:${server.port}`;
   const publicUrl = settings.port === 0 && settings.publicUrl.endsWith(":0") ? url : settings.publicUrl;
   const clientAddress = clientAddressOf(server, settings.trustProxy);
-  const { app, gateway, settler, stats } = composeApp({
+  const { app, gateway, settler, stats, reconciler } = composeApp({
     settings,
     db,
     log,
@@ -149,6 +155,13 @@ export async function startServer(options: ServerOptions) {
   const watchers = pricing ? startWatchers({ content: stores.content, settings, pricing, log }) : undefined;
   dispatcher.start();
   const pruning = startPruning({ payments: stores.payments, log });
+  if (!hasRpc(settings)) {
+    log.warn(
+      { facilitator: settings.facilitatorUrl === "local" ? "local" : "remote" },
+      "no RPC_URL: settlements are taken on the facilitator's word (nothing is confirmed on chain, pending " +
+        "payments are not reconciled in the background; set RPC_URL to let the chain decide)",
+    );
+  } else if (options.reconcile !== false) reconciler.start();
 
   let stopped: Promise<void> | undefined;
   return {
@@ -164,6 +177,8 @@ export async function startServer(options: ServerOptions) {
     facilitator,
     dispatcher,
     stats,
+    /** The background reconciliation (its `runOnce` resolves pending payments now). */
+    reconciler,
     /**
      * Stops watching, stops accepting and lets requests in flight finish
      * within the grace (shutdown.ts; or, with `force`, closes them), then
@@ -173,6 +188,7 @@ export async function startServer(options: ServerOptions) {
     stop(force = false): Promise<void> {
       stopped ??= (async () => {
         await watchers?.close();
+        await reconciler.stop();
         pruning.stop();
         const graceMs = options.shutdownGraceMs ?? 2 * settings.facilitatorTimeoutMs + 1000;
         const drained = await drainRequests(server, { force, graceMs, settler, log });

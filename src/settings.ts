@@ -175,9 +175,27 @@ export const VARIABLES = {
     name: "RPC_URL",
     defaultDoc: "none",
     doc:
-      "chain RPC: the built-in facilitator's, and the gateway's to confirm on chain a settlement whose answer " +
-      "was lost (set it with a remote facilitator too)",
+      "chain RPC: the built-in facilitator's, and the gateway's to confirm every remote facilitator's settlement " +
+      "on chain and reconcile pending payments (set it with a remote facilitator too)",
     ...httpUrl,
+  }),
+  rpcUrlBase: variable({
+    name: "RPC_URL_BASE",
+    defaultDoc: "`RPC_URL` when it is on base",
+    doc: "the gateway's RPC for base, when it also sells on base-sepolia (read only: confirmations, reconciliation)",
+    ...httpUrl,
+  }),
+  rpcUrlBaseSepolia: variable({
+    name: "RPC_URL_BASE_SEPOLIA",
+    defaultDoc: "`RPC_URL` when it is on base-sepolia",
+    doc: "the gateway's RPC for base-sepolia, when it also sells on base (read only)",
+    ...httpUrl,
+  }),
+  reconcileSeconds: variable({
+    name: "RECONCILE_SECONDS",
+    default: "30",
+    doc: "how often pending and unconfirmed payments are resolved from the chain (and once at start)",
+    ...wholeNumber(1, 86400),
   }),
   relayerPrivateKey: variable({
     name: "RELAYER_PRIVATE_KEY",

@@ -54,6 +54,8 @@ function timedFacilitator(inner: Facilitator) {
     verify: (r) => (stats.verify++, timed(() => inner.verify(r), stats.verifyMs)),
     settle: (r) => (stats.settle++, timed(() => inner.settle(r), stats.settleMs)),
     supported: () => (stats.supported++, inner.supported()),
+    // Still the built-in facilitator: its success is the chain's word, not confirmed again (ledger/chain-check.ts).
+    confirmsOnChain: inner.confirmsOnChain,
   };
   return { facilitator, stats };
 }

@@ -20,6 +20,7 @@ import {
   type PublicClient,
   parseAbi,
   parseEventLogs,
+  TransactionReceiptNotFoundError,
 } from "viem";
 
 const eip3009Abi = parseAbi([
@@ -48,6 +49,15 @@ export type AuthorizationFinding =
   | { state: "spent"; detail: string }
   /** Used, but neither its transaction nor its cancellation was found within the search bounds. */
   | { state: "unknown"; detail: string };
+
+/** What a settlement transaction a facilitator named shows on chain (one receipt read). */
+export type SettlementCheck =
+  /** Mined, succeeded, and carries both events of this authorization. */
+  | { state: "confirmed" }
+  /** The chain has no receipt for it: never sent, not mined yet, or invented. */
+  | { state: "absent" }
+  /** Mined, but it failed or does not carry this authorization's events. */
+  | { state: "mismatch"; detail: string };
 
 export interface AuthorizationLookupOptions {
   rpcUrl: string;
@@ -97,6 +107,35 @@ export function createAuthorizationLookup(options: AuthorizationLookupOptions) {
         throw e;
       });
       return chainId;
+    },
+
+    /**
+     * Does transaction `hash` settle this authorization? One RPC call (the
+     * receipt): it must have succeeded and carry, from the token,
+     * `AuthorizationUsed(authorizer, nonce)` and `Transfer(authorizer -> payTo, value)`
+     * with value = `minValue` (the authorization's own value).
+     */
+    async confirm(q: Omit<AuthorizationQuery, "since">, hash: Hex): Promise<SettlementCheck> {
+      let receipt: Awaited<ReturnType<PublicClient["getTransactionReceipt"]>>;
+      try {
+        receipt = await client.getTransactionReceipt({ hash });
+      } catch (e) {
+        if (e instanceof TransactionReceiptNotFoundError) return { state: "absent" };
+        throw e;
+      }
+      if (receipt.status !== "success") return { state: "mismatch", detail: "the transaction reverted" };
+      const fromToken = receipt.logs.filter((l) => isAddressEqual(l.address, q.asset));
+      const used = parseEventLogs({ abi: eip3009Abi, eventName: "AuthorizationUsed", logs: fromToken }).some(
+        (l) => isAddressEqual(l.args.authorizer, q.authorizer) && l.args.nonce.toLowerCase() === q.nonce.toLowerCase(),
+      );
+      if (!used) return { state: "mismatch", detail: "the transaction does not use this authorization" };
+      const paid = parseEventLogs({ abi: erc20Abi, eventName: "Transfer", logs: fromToken }).some(
+        (l) =>
+          isAddressEqual(l.args.from, q.authorizer) &&
+          isAddressEqual(l.args.to, q.payTo) &&
+          l.args.value === q.minValue,
+      );
+      return paid ? { state: "confirmed" } : { state: "mismatch", detail: "the transaction does not pay pay-to" };
     },
 
     async find(q: AuthorizationQuery): Promise<AuthorizationFinding> {

@@ -3,7 +3,7 @@
  * per network, read from the ledger at CIDGATE_DB (settled payments only:
  * pending and failed rows are not revenue). `--csv` prints every sale in the
  * window as CSV for a spreadsheet or an accountant. A group, so that more
- * ledger commands (e.g. resolving one payment) sit beside `list`.
+ * ledger commands sit beside `list`: `resolve` (payments-resolve.ts).
  */
 import { grid } from "../grid";
 import { salesReport } from "../ledger/sales";
@@ -11,6 +11,7 @@ import type { Payment } from "../ledger/store";
 import { usd } from "../money";
 import { loadSettingsOrReport } from "../settings";
 import { defineCommand, defineGroup, UsageError } from "./command";
+import { resolve } from "./payments-resolve";
 
 function whole(raw: string | undefined, name: string, fallback: number, max: number): number {
   if (raw === undefined) return fallback;
@@ -119,4 +120,9 @@ const list = defineCommand({
   },
 });
 
-export const command = defineGroup("payments", "the ledger: sales in dollars", [list], "list");
+export const command = defineGroup(
+  "payments",
+  "the ledger: sales in dollars; resolve a pending payment",
+  [list, resolve],
+  "list",
+);

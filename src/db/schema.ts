@@ -93,7 +93,8 @@ export const payments = sqliteTable(
     index("payments_created").on(t.createdAt),
     // The payer filter compares without case (any spelling finds a wallet): without this, a scan of every row.
     index("payments_payer_lower").on(sql`lower(${t.payer})`, t.id),
-    // The pending settlements (the /metrics gauge, "needs attention"): few rows, so a small partial index.
+    // The pending settlements (the background reconciliation's scan, the /metrics gauge, "needs attention"):
+    // few rows, so a small partial index.
     index("payments_pending").on(t.id).where(sql`${t.state} = 'pending'`),
   ],
 );
@@ -171,6 +172,7 @@ export const managementTokens = sqliteTable("management_tokens", {
   expiresAt: text("expires_at").notNull(),
   revokedAt: text("revoked_at"),
 });
+
 /** The columns of a sales rollup row: settled sales and their amounts. */
 const salesColumns = () => ({
   sales: integer("sales").notNull(),
@@ -319,4 +321,31 @@ export const webhookDeliveries = sqliteTable(
     index("webhook_deliveries_webhook").on(t.webhookId, t.id),
     uniqueIndex("webhook_deliveries_event").on(t.webhookId, t.eventId),
   ],
+);
+
+/**
+ * Owned by ledger/resolutions.ts. What an operator did to a pending payment
+ * (`cidgate payments resolve`, POST /v3/x402/payments/{id}/resolve): who,
+ * when, what, and on whose word (the chain's, or the operator's when there
+ * is no RPC). Never updated or deleted: it is the audit trail.
+ */
+export const paymentResolutions = sqliteTable(
+  "payment_resolutions",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    // No foreign key: failed payments may be pruned, their audit trail stays.
+    paymentId: integer("payment_id").notNull(),
+    /** What was asked: check the chain, settle (with a transaction), release. */
+    action: text("action", { enum: ["check", "settle", "release"] }).notNull(),
+    /** The payment's state afterwards. */
+    outcome: text("outcome", { enum: ["pending", "settled", "failed"] }).notNull(),
+    /** `chain`: read from the chain; `operator`: the operator's word (no RPC for the network). */
+    basis: text("basis", { enum: ["chain", "operator"] }).notNull(),
+    txHash: text("tx_hash"),
+    /** Who: `api:<token subject>/<token id>` or `cli:<OS user>`. */
+    actor: text("actor").notNull(),
+    note: text("note"),
+    createdAt: text("created_at").notNull(),
+  },
+  (t) => [index("payment_resolutions_payment").on(t.paymentId, t.id)],
 );

@@ -144,6 +144,8 @@ export function createLocalFacilitator(options: LocalFacilitatorOptions): LocalF
     verify,
     settle,
     supported,
+    // Success only for a mined, successful transaction carrying the Transfer (chain-settler.ts).
+    confirmsOnChain: true,
     relayerAddress: probe.address,
     chainId: async () => (await connect()).chainId,
     ping: () => probe.publicClient.getBlockNumber({ cacheTime: 0 }),

@@ -14,6 +14,12 @@ export interface Facilitator {
   verify(request: FacilitatorRequest): Promise<VerifyResponse>;
   settle(request: FacilitatorRequest): Promise<SettleResponse>;
   supported(): Promise<SupportedResponse>;
+  /**
+   * Its `success` comes from its own receipt check (the built-in facilitator,
+   * local.ts): the gateway takes it as the chain's word, no second round trip.
+   * Any other facilitator's settlement is confirmed on chain when an RPC is set.
+   */
+  readonly confirmsOnChain?: boolean;
 }
 
 /** The facilitator could not give an answer (down, timed out, 5xx, redirect loop, garbage). */

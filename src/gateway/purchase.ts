@@ -79,8 +79,11 @@ export type Decision =
   | { kind: "conflict"; reason: string; message: string }
   /** Sent to the chain, not confirmed yet: the same proof again shortly is served. */
   | { kind: "pending"; message: string }
-  /** The facilitator (or chain) gave no answer: nothing was decided, the same proof may come again. */
-  | { kind: "unavailable"; message: string }
+  /**
+   * The facilitator (or chain) gave no answer: nothing was decided, the same proof may come again.
+   * `code` facilitator_untrusted: it claimed a settlement the chain does not show (ledger/chain-check.ts).
+   */
+  | { kind: "unavailable"; message: string; code?: "facilitator_untrusted" }
   /** Paid, but the file changed under its CID while the payment settled: the entitlement stands, come back (503). */
   | { kind: "fileChanged"; message: string }
   /** Too many proofs the facilitator refused, from this client or payer (verify-limiter.ts): 429. */

@@ -246,6 +246,9 @@ function respond(
         headers: { ...CORS_HEADERS, "Content-Range": `bytes */${d.item.file.size}` },
       });
     case "unavailable":
+      // The chain contradicts the facilitator: a bad gateway, named so, and nothing served.
+      if (d.code === "facilitator_untrusted")
+        return json(502, JSON.stringify(errorBody(d.code, `${d.message}; nothing was served`)), head);
       return json(
         500,
         JSON.stringify(

@@ -84,3 +84,46 @@ export const PaymentListResponse = T.Object({
     }),
   }),
 });
+
+export const PaymentIdParams = T.Object({
+  id: T.String({ pattern: "^[0-9]{1,15}$", description: "payment id", error: "must be a payment id (digits)" }),
+});
+
+export const ResolvePaymentBody = T.Object(
+  {
+    action: T.Optional(
+      T.Union([T.Literal("check"), T.Literal("settle"), T.Literal("release")], {
+        description:
+          "check (default): the chain decides; settle (with transaction) or release: the operator decides, " +
+          "only when no RPC serves the payment's network",
+        error: "must be check, settle or release",
+      }),
+    ),
+    transaction: T.Optional(
+      T.String({
+        pattern: "^0x[0-9a-fA-F]{64}$",
+        description: "the settlement transaction (settle without an RPC)",
+        error: "must be a 0x-prefixed 32-byte hex hash",
+      }),
+    ),
+    note: T.Optional(T.String({ maxLength: 500, description: "kept with the resolution" })),
+  },
+  { additionalProperties: false },
+);
+export type ResolvePaymentBody = Static<typeof ResolvePaymentBody>;
+
+export const ResolutionRecord = T.Object({
+  id: T.Integer(),
+  payment_id: T.Integer(),
+  action: T.String(),
+  outcome: T.String({ description: "the payment's state afterwards" }),
+  basis: T.String({ description: "chain (read from the chain) or operator (the operator's word, no RPC)" }),
+  transaction: T.Union([T.String(), T.Null()]),
+  actor: T.String({ description: "who: api:<token subject>/<token id> or cli:<user>" }),
+  note: T.Union([T.String(), T.Null()]),
+  created_at: T.String({ format: "date-time" }),
+});
+
+export const ResolvePaymentResponse = T.Object({
+  data: T.Object({ payment: PaymentRecord, resolution: ResolutionRecord }),
+});

@@ -4,7 +4,7 @@
  * unconfirmed one (recovery.ts), so both end a row the same way.
  */
 
-import type { AuthorizationFinding } from "../chain/authorization";
+import type { AuthorizationFinding, SettlementCheck } from "../chain/authorization";
 import type { AccessPolicy, AccessScope } from "../entitlements/policy";
 import type { Entitlement, EntitlementStore } from "../entitlements/store";
 import type { Facilitator, FacilitatorRequest } from "../facilitator/types";
@@ -17,8 +17,11 @@ export type Outcome =
   | { kind: "paid"; payment: Payment; newCharge: boolean; entitlement?: GrantedEntitlement; timings?: Timings }
   /** `held`: the row stays unconfirmed (money may have moved); otherwise the authorization was released. */
   | { kind: "refused"; reason: string; message: string; held?: boolean }
-  /** No answer; `released`: the settle was never sent, the authorization is free again. */
-  | { kind: "unavailable"; message: string; released?: boolean }
+  /**
+   * No answer; `released`: the settle was never sent, the authorization is free again.
+   * `code`: `facilitator_untrusted` when the facilitator claimed a settlement the chain does not show.
+   */
+  | { kind: "unavailable"; message: string; released?: boolean; code?: "facilitator_untrusted" }
   /** Sent to the chain, not confirmed yet: present the same proof again shortly. */
   | { kind: "pending"; message: string }
   /** The authorization is held or used already, by this proof or another: the caller decides what that row means. */
@@ -58,6 +61,12 @@ export interface SettlerDeps {
    * settlement is resolved by the facilitator alone.
    */
   lookup?: (row: Payment) => Promise<AuthorizationFinding | undefined>;
+  /**
+   * Checks on chain that a transaction a facilitator named settles the row
+   * (chain-lookup.ts, one receipt read); undefined without an RPC for its
+   * network. Not asked for a facilitator that `confirmsOnChain`.
+   */
+  confirm?: (row: Payment, txHash: string) => Promise<SettlementCheck | undefined>;
   /** Writes the entitlement a settled payment grants (src/entitlements/store.ts). */
   entitlements?: Pick<EntitlementStore, "grantForPayment">;
   /**
@@ -69,6 +78,12 @@ export interface SettlerDeps {
   /** Webhook events (notifications/hooks.ts): queued in the settle transaction, sent later. */
   events?: LedgerEvents;
 }
+
+/**
+ * Pending rows updated before the time this returns are from a stopped process: three bounded
+ * calls are the most a live settlement or resolution makes.
+ */
+export const staleBeforeFor = (timeoutMs: number) => () => new Date(Date.now() - 3 * timeoutMs - 5000).toISOString();
 
 /** Facilitator answers that mean "sent, not confirmed yet" rather than a refusal. */
 export const NOT_YET = new Set(["settlement_pending", "duplicate_settlement"]);
@@ -95,7 +110,7 @@ export function safeReason(error: unknown): string {
 
 /** The settlement transaction is known: the row is settled. */
 export function paid(
-  deps: SettlerDeps,
+  deps: Pick<SettlerDeps, "payments" | "entitlements" | "transaction" | "log" | "events">,
   attempt: Pick<PaymentAttempt, "claim" | "access">,
   row: Payment,
   txHash: string,
@@ -104,7 +119,9 @@ export function paid(
   const { claim, access } = attempt;
   const record = () => {
     // Only a pending row is marked; a row released meanwhile (it cannot be, within the bounds) is recorded anyway.
-    const marked = deps.payments.markSettled(row.id, txHash);
+    // A released row the chain shows paid after all (reconcile.ts) is settled from `failed`.
+    const marked =
+      row.state === "failed" ? deps.payments.settleReleased(row.id, txHash) : deps.payments.markSettled(row.id, txHash);
     if (marked) deps.events?.settled(marked); // once per payment: only the write that settled it
     const payment = marked ?? { ...row, state: "settled" as const, txHash };
     const entitlement = access

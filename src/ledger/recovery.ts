@@ -9,6 +9,7 @@
 import type { AuthorizationFinding } from "../chain/authorization";
 import { FacilitatorUnavailableError } from "../facilitator/types";
 import { knownReason, Reason } from "../x402/reasons";
+import { confirmSuccess } from "./chain-check";
 import {
   claimOf,
   NOT_YET,
@@ -58,7 +59,7 @@ export async function resolveUnconfirmed(deps: SettlerDeps, attempt: PaymentAtte
     if (first?.state === "unknown") return unconfirmed(deps, attempt, row, first.detail, false);
 
     const settled = await withDeadline(deps.facilitator.settle(attempt.request), deps.timeoutMs, "settle");
-    if (settled.success) return paid(deps, attempt, row, settled.transaction);
+    if (settled.success) return await confirmSuccess(deps, attempt, row, settled.transaction);
     const reason = knownReason(settled.errorReason, Reason.unexpectedSettleError);
     if (NOT_YET.has(reason)) return unconfirmed(deps, attempt, row, notYetDetail(reason, settled.transaction), true);
     // Refused now, perhaps because our earlier transaction has just used the nonce: look again.

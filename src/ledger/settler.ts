@@ -17,14 +17,15 @@
  */
 import { FacilitatorUnavailableError, type SettleResponse } from "../facilitator/types";
 import { knownReason, Reason } from "../x402/reasons";
+import { afterRefusedSettle, confirmSuccess } from "./chain-check";
 import {
   NOT_YET,
   notYetDetail,
   type Outcome,
   type PaymentAttempt,
-  paid,
   type SettlerDeps,
   safeReason,
+  staleBeforeFor,
   unconfirmed,
   withDeadline,
 } from "./outcome";
@@ -36,7 +37,7 @@ export type { Outcome, PaymentAttempt, SettlerDeps, Timings } from "./outcome";
 /** Creates the settler of one app: its in-flight map lives as long as the app. */
 export function createLedgerSettler(deps: SettlerDeps) {
   // A pending row older than three bounded calls (the most a settlement or resolution makes) is from an interrupted process.
-  const staleSince = () => new Date(Date.now() - 3 * deps.timeoutMs - 5000).toISOString();
+  const staleSince = staleBeforeFor(deps.timeoutMs);
   const inflight = new Map<string, { cid: string; proofHash: string; outcome: Promise<Outcome> }>();
 
   async function settle(attempt: PaymentAttempt, row: Payment): Promise<Outcome> {
@@ -71,7 +72,7 @@ export function createLedgerSettler(deps: SettlerDeps) {
     const timings = { verifyMs: t1 - t0, settleMs: performance.now() - t1 };
     if (settled.success) {
       try {
-        return paid(deps, attempt, row, settled.transaction, timings);
+        return await confirmSuccess(deps, attempt, row, settled.transaction, timings);
       } catch (error) {
         // The money moved but the database would not take it (busy, disk full): keep the row for the
         // chain to resolve, never let it read as a claim in progress while the buyer pays again.
@@ -92,6 +93,11 @@ export function createLedgerSettler(deps: SettlerDeps) {
     }
     const reason = knownReason(settled.errorReason, Reason.unexpectedSettleError);
     if (NOT_YET.has(reason)) return unconfirmed(deps, attempt, row, notYetDetail(reason, settled.transaction), true);
+    // A remote facilitator's refusal after the settle went out: the chain says whether money moved.
+    const fromChain = await afterRefusedSettle(deps, attempt, row, reason, settled.transaction).catch((error) =>
+      unconfirmed(deps, attempt, row, `settle answered ${reason}: ${safeReason(error)}`, false, "facilitator error"),
+    );
+    if (fromChain) return fromChain;
     deps.payments.markFailed(row.id, `settle: ${reason}`);
     deps.log?.info({ cid: claim.cid, payer: claim.payer, reason }, "settlement failed");
     return { kind: "refused", reason, message: "the payment could not be settled" };

@@ -249,6 +249,60 @@ export function createPaymentStore(db: Db) {
       });
     },
 
+    /**
+     * Pending rows that are unconfirmed or were last updated before `before`,
+     * oldest first: what the background reconciliation resolves from the chain.
+     */
+    unresolved(before: string, limit = 500): Payment[] {
+      return db
+        .select()
+        .from(payments)
+        .where(
+          and(
+            // A literal, not a parameter: what lets SQLite use the partial index payments_pending.
+            sql`${payments.state} = 'pending'`,
+            sql`(${payments.error} LIKE ${`${UNCONFIRMED}%`} OR ${payments.updatedAt} < ${before})`,
+          ),
+        )
+        .orderBy(asc(payments.id))
+        .limit(limit)
+        .all();
+    },
+
+    /**
+     * Rows released after their settle went out (`settle: …`, a remote facilitator's refusal with the
+     * nonce unused at that moment) whose authorization could still land (validBefore, plus `slackSeconds`,
+     * not passed): a transaction still in flight then may yet pay. The reconciliation looks them up.
+     */
+    releasedAfterSettle(nowSeconds: number, slackSeconds = 300): Payment[] {
+      return db
+        .select()
+        .from(payments)
+        .where(
+          and(
+            eq(payments.state, "failed"),
+            sql`${payments.error} LIKE 'settle:%'`,
+            gt(payments.validBefore, nowSeconds - slackSeconds),
+          ),
+        )
+        .orderBy(asc(payments.id))
+        .limit(500)
+        .all();
+    },
+
+    /**
+     * A released row the chain shows as paid after all: settled. Only a `failed` row changes
+     * (undefined otherwise). The settler never calls this; the reconciliation does.
+     */
+    settleReleased(id: number, txHash: string): Payment | undefined {
+      return db
+        .update(payments)
+        .set({ state: "settled", txHash, error: null, updatedAt: nowIso() })
+        .where(and(eq(payments.id, id), eq(payments.state, "failed")))
+        .returning()
+        .get();
+    },
+
     /** Marks a pending row settled; undefined when the row was not pending. */
     markSettled(id: number, txHash: string): Payment | undefined {
       return statements.markSettled.get({ id, txHash, now: nowIso() });

@@ -148,6 +148,8 @@ export function createMetrics(deps: { queries: StatsQueries; counters: FunnelCou
           }
         };
       return {
+        // Kept: the built-in facilitator's answer is its own chain receipt (ledger/chain-check.ts skips the check).
+        confirmsOnChain: facilitator.confirmsOnChain,
         verify: timed("verify", (r) => facilitator.verify(r)),
         settle: timed("settle", (r) => facilitator.settle(r)),
         supported: () => facilitator.supported(),

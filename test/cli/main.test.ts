@@ -20,6 +20,7 @@ const COMMANDS = [
   "dev",
   "buy",
   "payments list",
+  "payments resolve",
   "doctor",
   "backup",
   "restore",

@@ -29,6 +29,8 @@ export interface StackOptions {
   env?: Record<string, string>;
   /** Pricing files (name -> YAML) written to the config folder; given, the server loads and watches them. */
   config?: Record<string, string>;
+  /** Background reconciliation (default off: tests look at pending rows; they call `reconciler.runOnce()`). */
+  reconcile?: boolean;
   /** Wraps the real facilitator (to count calls or inject a fault). */
   wrapFacilitator?: (real: Facilitator) => Facilitator;
   /** A database file in the stack's folder (`settings.db`) instead of `:memory:`: for another process (a CLI) to open. */
@@ -99,6 +101,7 @@ export async function createTestStack(options: StackOptions) {
       facilitator,
       pricing: options.config !== undefined,
       shutdownGraceMs: options.shutdownGraceMs,
+      reconcile: options.reconcile ?? false,
     });
     const { url, app } = running;
 
@@ -119,6 +122,7 @@ export async function createTestStack(options: StackOptions) {
       facilitator,
       /** Offer and proof counters, reports and metrics (src/stats/service.ts). */
       stats: running.stats,
+      reconciler: running.reconciler,
       instruction,
       cids,
       balanceOf,
