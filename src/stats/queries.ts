@@ -63,7 +63,14 @@ export function createStatsQueries(sqlite: Database) {
    * Settled sales per hour (and per `by`) over a range: the shop's or an
    * instruction's rollup, or the payments of one CID (or of every CID, by=cid).
    */
-  function sales(range: HourRange, by: "none" | "cid" | "instruction" = "none"): SalesRow[] {
+  function sales(
+    range: HourRange,
+    by: "none" | "cid" | "instruction" = "none",
+    /** "range": one row per key over the whole range (`hour` = fromHour): what a table of 10,000 CIDs needs. */
+    grain: "hour" | "range" = "hour",
+    /** Only these CIDs (by=cid): the rows shown, for their series. */
+    cids?: string[],
+  ): SalesRow[] {
     const params: Record<string, string> = { from: range.fromHour, to: range.toHour };
     if (range.instructionId) params.instruction = range.instructionId;
     if (range.cid === undefined && by !== "cid") {
@@ -83,19 +90,26 @@ export function createStatsQueries(sqlite: Database) {
     params.fromIso = `${range.fromHour}:00:00.000Z`;
     params.toIso = `${range.toHour}:00:00.000Z`;
     if (range.cid !== undefined) params.cid = range.cid;
+    if (cids) params.cids = JSON.stringify(cids);
     const key = by === "cid" ? "cid" : by === "instruction" ? "instruction_id" : "''";
     return exact(
       q<SalesRow & { big?: string | null }>(
-        `SELECT substr(created_at, 1, 13) AS hour, ${key} AS key, network, asset, count(*) AS sales, ${LEDGER_AMOUNT}
+        `SELECT ${grain === "hour" ? "substr(created_at, 1, 13)" : "$from"} AS hour, ${key} AS key, network, asset,
+              count(*) AS sales, ${LEDGER_AMOUNT}
        FROM payments WHERE state = 'settled' AND created_at >= $fromIso AND created_at < $toIso
        ${range.cid !== undefined ? "AND cid = $cid" : ""} ${range.instructionId ? "AND instruction_id = $instruction" : ""}
+       ${cids ? "AND cid IN (SELECT value FROM json_each($cids))" : ""}
        GROUP BY 1, 2, 3, 4`,
       ).all(params),
     );
   }
 
   /** Offers and proofs per hour (and per `by`) over a range, as flushed: the shop's, an instruction's or a CID's. */
-  function funnel(range: HourRange, by: "none" | "cid" | "instruction" = "none"): FunnelHourRow[] {
+  function funnel(
+    range: HourRange,
+    by: "none" | "cid" | "instruction" = "none",
+    grain: "hour" | "range" = "hour",
+  ): FunnelHourRow[] {
     const params: Record<string, string> = { from: range.fromHour, to: range.toHour };
     if (range.instructionId) params.instruction = range.instructionId;
     const instruction = range.instructionId ? " AND instruction_id = $instruction" : "";
@@ -113,7 +127,8 @@ export function createStatsQueries(sqlite: Database) {
     if (range.cid !== undefined) params.cid = range.cid;
     const key = by === "cid" ? "cid" : by === "instruction" ? "instruction_id" : "''";
     return q<FunnelHourRow>(
-      `SELECT hour, ${key} AS key, sum(offers) AS offers, sum(proofs) AS proofs FROM funnel_hourly
+      `SELECT ${grain === "hour" ? "hour" : "$from"} AS hour, ${key} AS key, sum(offers) AS offers, sum(proofs) AS proofs
+       FROM funnel_hourly
        WHERE hour >= $from AND hour < $to${range.cid !== undefined ? " AND cid = $cid" : ""}${instruction} GROUP BY 1, 2`,
     ).all(params);
   }
