@@ -104,12 +104,7 @@ async function main() {
         .all()
         .map((r) => r.id),
     );
-    ids.push(
-      ...db.sqlite
-        .query<{ id: number }, []>("SELECT id FROM payments ORDER BY id")
-        .all()
-        .map((r) => r.id),
-    );
+    for (const r of db.sqlite.query<{ id: number }, []>("SELECT id FROM payments ORDER BY id").all()) ids.push(r.id);
     yearAgo = Date.parse(db.sqlite.query<{ t: string }, []>("SELECT min(created_at) AS t FROM payments").get()!.t);
     db.sqlite.close();
     console.log(`reusing ${dbPath}: ${ids.length} payments`);
@@ -276,7 +271,7 @@ async function main() {
       }
       times.sort((a, b) => a - b);
       console.log(
-        `${name.padEnd(52)} p50 ${percentile(times, 50).toFixed(2).padStart(7)} ms   p99 ${percentile(times, 99).toFixed(2).padStart(7)} ms${target ? `   (target ${target})` : ""}`,
+        `${name.padEnd(52)} p50 ${percentile(times, 50).toFixed(2).padStart(7)} ms   p99 ${percentile(times, 99).toFixed(2).padStart(7)} ms   RSS ${rssMb().toFixed(0)} MB${target ? `   (target ${target})` : ""}`,
       );
     }
 
