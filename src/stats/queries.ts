@@ -38,6 +38,17 @@ export interface HourRange {
 const HOUR = 3_600_000;
 
 /**
+ * How finely rows come back: per hour, per day (keyed by the day's first hour: every bucket but
+ * the hour starts on a day, so a day falls in one bucket; ~24x fewer rows for a year), or one per
+ * key over the whole range (keyed by its first hour).
+ */
+export type Grain = "hour" | "day" | "range";
+
+/** The hour-key expression of a grain over a column holding an hour key or an ISO time. */
+const grainOf = (grain: Grain, column: string) =>
+  grain === "hour" ? `substr(${column}, 1, 13)` : grain === "day" ? `substr(${column}, 1, 10) || 'T00'` : "$from";
+
+/**
  * Settled amounts summed from the ledger, exactly: amounts of up to 15 digits
  * by SQLite, longer ones (never a real price) listed and added as BigInts.
  */
@@ -67,7 +78,7 @@ export function createStatsQueries(sqlite: Database) {
     range: HourRange,
     by: "none" | "cid" | "instruction" = "none",
     /** "range": one row per key over the whole range (`hour` = fromHour): what a table of 10,000 CIDs needs. */
-    grain: "hour" | "range" = "hour",
+    grain: Grain = "hour",
     /** Only these CIDs (by=cid): the rows shown, for their series. */
     cids?: string[],
   ): SalesRow[] {
@@ -77,7 +88,7 @@ export function createStatsQueries(sqlite: Database) {
       const perInstruction = by === "instruction" || range.instructionId !== undefined;
       const key = by === "instruction" ? "instruction_id" : "''";
       const rows = q<SalesRow & { oversized: number }>(
-        `SELECT hour, ${key} AS key, network, asset, sum(sales) AS sales, cast(sum(amount) AS text) AS amount,
+        `SELECT ${grainOf(grain, "hour")} AS hour, ${key} AS key, network, asset, sum(sales) AS sales, cast(sum(amount) AS text) AS amount,
                 sum(oversized) AS oversized
          FROM ${perInstruction ? "sales_instruction_hourly" : "sales_hourly"}
          WHERE ${range.instructionId ? "instruction_id = $instruction AND " : ""}hour >= $from AND hour < $to
@@ -94,7 +105,7 @@ export function createStatsQueries(sqlite: Database) {
     const key = by === "cid" ? "cid" : by === "instruction" ? "instruction_id" : "''";
     return exact(
       q<SalesRow & { big?: string | null }>(
-        `SELECT ${grain === "hour" ? "substr(created_at, 1, 13)" : "$from"} AS hour, ${key} AS key, network, asset,
+        `SELECT ${grainOf(grain, "created_at")} AS hour, ${key} AS key, network, asset,
               count(*) AS sales, ${LEDGER_AMOUNT}
        FROM payments WHERE state = 'settled' AND created_at >= $fromIso AND created_at < $toIso
        ${range.cid !== undefined ? "AND cid = $cid" : ""} ${range.instructionId ? "AND instruction_id = $instruction" : ""}
@@ -108,7 +119,7 @@ export function createStatsQueries(sqlite: Database) {
   function funnel(
     range: HourRange,
     by: "none" | "cid" | "instruction" = "none",
-    grain: "hour" | "range" = "hour",
+    grain: Grain = "hour",
   ): FunnelHourRow[] {
     const params: Record<string, string> = { from: range.fromHour, to: range.toHour };
     if (range.instructionId) params.instruction = range.instructionId;
@@ -116,18 +127,20 @@ export function createStatsQueries(sqlite: Database) {
     if (range.cid === undefined && by !== "cid") {
       if (by === "none" && !range.instructionId)
         return q<FunnelHourRow>(
-          `SELECT hour, '' AS key, offers, proofs FROM funnel_shop_hourly WHERE hour >= $from AND hour < $to`,
+          `SELECT ${grainOf(grain, "hour")} AS hour, '' AS key, sum(offers) AS offers, sum(proofs) AS proofs
+           FROM funnel_shop_hourly WHERE hour >= $from AND hour < $to GROUP BY 1`,
         ).all(params);
       const key = by === "instruction" ? "instruction_id" : "''";
       return q<FunnelHourRow>(
-        `SELECT hour, ${key} AS key, sum(offers) AS offers, sum(proofs) AS proofs FROM funnel_instruction_hourly
+        `SELECT ${grainOf(grain, "hour")} AS hour, ${key} AS key, sum(offers) AS offers, sum(proofs) AS proofs
+         FROM funnel_instruction_hourly
          WHERE hour >= $from AND hour < $to${instruction} GROUP BY 1, 2`,
       ).all(params);
     }
     if (range.cid !== undefined) params.cid = range.cid;
     const key = by === "cid" ? "cid" : by === "instruction" ? "instruction_id" : "''";
     return q<FunnelHourRow>(
-      `SELECT ${grain === "hour" ? "hour" : "$from"} AS hour, ${key} AS key, sum(offers) AS offers, sum(proofs) AS proofs
+      `SELECT ${grainOf(grain, "hour")} AS hour, ${key} AS key, sum(offers) AS offers, sum(proofs) AS proofs
        FROM funnel_hourly
        WHERE hour >= $from AND hour < $to${range.cid !== undefined ? " AND cid = $cid" : ""}${instruction} GROUP BY 1, 2`,
     ).all(params);

@@ -163,11 +163,15 @@ export function createReport(deps: ReportDeps) {
     const accs = starts.map(() => new Acc());
     const totals = new Acc();
     const indexOf = bucketIndexer(starts);
-    for (const s of deps.queries.sales(hours)) {
+    const grain = r.bucket === "hour" ? "hour" : "day";
+    for (const s of deps.queries.sales(hours, "none", grain)) {
       accs[indexOf(s.hour)].addSales(s);
       totals.addSales(s);
     }
-    for (const f of [...deps.queries.funnel(hours), ...pendingFunnel(hours.fromHour, hours.toHour, r, "none")]) {
+    for (const f of [
+      ...deps.queries.funnel(hours, "none", grain),
+      ...pendingFunnel(hours.fromHour, hours.toHour, r, "none"),
+    ]) {
       accs[indexOf(f.hour)].addFunnel(f);
       totals.addFunnel(f);
     }
@@ -195,11 +199,11 @@ export function createReport(deps: ReportDeps) {
     };
     // Per CID, one row per CID over the whole range (thousands of CIDs: no hourly rows held in
     // memory), and the series only for the rows answered, below. Per instruction, hourly rows (few).
-    const grain = r.by === "cid" ? "range" : "hour";
+    const grain = r.by === "cid" ? "range" : r.bucket === "hour" ? "hour" : "day";
     for (const s of deps.queries.sales(hours, r.by, grain)) {
       const row = rowOf(s.key);
       row.acc.addSales(s);
-      if (grain === "hour") row.series[indexOf(s.hour)] += s.sales;
+      if (grain !== "range") row.series[indexOf(s.hour)] += s.sales;
     }
     for (const f of [
       ...deps.queries.funnel(hours, r.by, grain),
@@ -229,7 +233,7 @@ export function createReport(deps: ReportDeps) {
       for (const s of deps.queries.sales(
         hours,
         "cid",
-        "hour",
+        r.bucket === "hour" ? "hour" : "day",
         shown.map((x) => x.key),
       ))
         rows.get(s.key)!.series[indexOf(s.hour)] += s.sales;
