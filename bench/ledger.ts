@@ -73,15 +73,19 @@ async function main() {
   const CIDS = opt("cids", 10_000);
   const ITER = opt("iterations", 300);
   const INSTRUCTIONS = 20;
+  // --db <file>: seed it once and keep it; a later run with the same file measures without seeding.
+  const given = args.includes("--db") ? args[args.indexOf("--db") + 1] : undefined;
   const dir = mkdtempSync(join(tmpdir(), "cidgate-bench-ledger-"));
-  const dbPath = join(dir, "bench.db");
+  const dbPath = given ?? join(dir, "bench.db");
+  const reuse = given !== undefined && Bun.file(given).size > 0;
   const random = prng(13);
 
   const { openDb } = await import("../src/db/client");
   const db = openDb(dbPath);
   const t0 = performance.now();
   const now = Date.now();
-  const yearAgo = now - 365 * DAY;
+  let yearAgo = now - 365 * DAY;
+  const ids: number[] = [];
   const instructionIds = Array.from({ length: INSTRUCTIONS }, () => Bun.randomUUIDv7());
   const cids = Array.from({ length: CIDS }, (_, i) =>
     CID.createV1(0x55, sha256.digest(new TextEncoder().encode(`bench file ${i}`)) as never).toString(),
@@ -90,121 +94,137 @@ async function main() {
     { length: 50_000 },
     (_, i) => `0x${(i + 1).toString(16).padStart(8, "0")}${"ab".repeat(16)}`.slice(0, 42) as string,
   );
-  const insertPi = db.sqlite.prepare(
-    "INSERT INTO payment_instructions (id, version, name, description, requirements, source, created_at, updated_at) VALUES (?, 1, ?, NULL, ?, 'api', ?, ?)",
-  );
-  const insertCid = db.sqlite.prepare(
-    "INSERT INTO cid_mappings (cid, instruction_id, source, created_at) VALUES (?, ?, 'api', ?)",
-  );
-  // Seeded as rows, the way the ledger store writes them (the store itself stamps "now").
-  const insertPayment = db.sqlite.prepare(
-    `INSERT INTO payments (network, asset, payer, nonce, cid, instruction_id, instruction_version, amount, pay_to, state,
+  if (reuse) {
+    // The seeded file of an earlier run: the same CIDs and instructions, read back.
+    instructionIds.splice(
+      0,
+      INSTRUCTIONS,
+      ...db.sqlite
+        .query<{ id: string }, []>("SELECT id FROM payment_instructions ORDER BY name")
+        .all()
+        .map((r) => r.id),
+    );
+    for (const r of db.sqlite.query<{ id: number }, []>("SELECT id FROM payments ORDER BY id").all()) ids.push(r.id);
+    yearAgo = Date.parse(db.sqlite.query<{ t: string }, []>("SELECT min(created_at) AS t FROM payments").get()!.t);
+    db.sqlite.close();
+    console.log(`reusing ${dbPath}: ${ids.length} payments`);
+  } else {
+    const insertPi = db.sqlite.prepare(
+      "INSERT INTO payment_instructions (id, version, name, description, requirements, source, created_at, updated_at) VALUES (?, 1, ?, NULL, ?, 'api', ?, ?)",
+    );
+    const insertCid = db.sqlite.prepare(
+      "INSERT INTO cid_mappings (cid, instruction_id, source, created_at) VALUES (?, ?, 'api', ?)",
+    );
+    // Seeded as rows, the way the ledger store writes them (the store itself stamps "now").
+    const insertPayment = db.sqlite.prepare(
+      `INSERT INTO payments (network, asset, payer, nonce, cid, instruction_id, instruction_version, amount, pay_to, state,
        tx_hash, valid_before, x402_version, proof_hash, error, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, 2000000000, 2, 'h', NULL, ?, ?)`,
-  );
-  const insertFunnel = db.sqlite.prepare(
-    "INSERT INTO funnel_hourly (cid, hour, instruction_id, offers, proofs) VALUES (?, ?, ?, ?, ?)",
-  );
-  const insertFunnelInstruction = db.sqlite.prepare(
-    "INSERT INTO funnel_instruction_hourly (instruction_id, hour, offers, proofs) VALUES (?, ?, ?, ?)",
-  );
-  const insertFunnelShop = db.sqlite.prepare("INSERT INTO funnel_shop_hourly (hour, offers, proofs) VALUES (?, ?, ?)");
-  const nowIso = new Date(now).toISOString();
-  const reqJson = JSON.stringify([{ network: "base-sepolia", asset: USDC, pay_to: PAY_TO, amount: "10000" }]);
-  const funnel = new Map<string, [number, number]>();
-  const funnelTotals = new Map<string, [number, number]>();
-  const funnelShop = new Map<string, [number, number]>();
-  const ids: number[] = [];
-  // Seeding only: a page cache that holds the indexes (random payers and CIDs touch pages all over
-  // them), and a commit every 100,000 rows (one transaction of a million spilled a 1 GB WAL).
-  db.sqlite.exec("PRAGMA cache_size = -500000");
-  db.sqlite.transaction(() => {
-    instructionIds.forEach((id, i) => {
-      insertPi.run(id, `instruction ${i}`, reqJson, nowIso, nowIso);
+    );
+    const insertFunnel = db.sqlite.prepare(
+      "INSERT INTO funnel_hourly (cid, hour, instruction_id, offers, proofs) VALUES (?, ?, ?, ?, ?)",
+    );
+    const insertFunnelInstruction = db.sqlite.prepare(
+      "INSERT INTO funnel_instruction_hourly (instruction_id, hour, offers, proofs) VALUES (?, ?, ?, ?)",
+    );
+    const insertFunnelShop = db.sqlite.prepare(
+      "INSERT INTO funnel_shop_hourly (hour, offers, proofs) VALUES (?, ?, ?)",
+    );
+    const nowIso = new Date(now).toISOString();
+    const reqJson = JSON.stringify([{ network: "base-sepolia", asset: USDC, pay_to: PAY_TO, amount: "10000" }]);
+    const funnel = new Map<string, [number, number]>();
+    const funnelTotals = new Map<string, [number, number]>();
+    const funnelShop = new Map<string, [number, number]>();
+    // Seeding only: a page cache that holds the indexes (random payers and CIDs touch pages all over
+    // them), and a commit every 100,000 rows (one transaction of a million spilled a 1 GB WAL).
+    db.sqlite.exec("PRAGMA cache_size = -500000");
+    db.sqlite.transaction(() => {
+      instructionIds.forEach((id, i) => {
+        insertPi.run(id, `instruction ${i}`, reqJson, nowIso, nowIso);
+      });
+      cids.forEach((cid, i) => {
+        insertCid.run(cid, instructionIds[i % INSTRUCTIONS], nowIso);
+      });
+    })();
+    const CHUNK = 100_000;
+    const seedChunk = db.sqlite.transaction((first: number) => {
+      for (let i = first; i < Math.min(N, first + CHUNK); i++) {
+        // In time order (ids follow creation, as in a live ledger), jittered within the step.
+        const at = yearAgo + ((i + random()) / N) * 365 * DAY;
+        const created = new Date(at).toISOString();
+        const c = Math.floor(random() * CIDS);
+        const instructionId = instructionIds[c % INSTRUCTIONS];
+        const roll = random();
+        const state = i >= N - N / 1000 ? "pending" : roll < 0.9 ? "settled" : "failed";
+        const network = roll < 0.02 || roll > 0.97 ? "base" : "base-sepolia";
+        const r = insertPayment.run(
+          network,
+          USDC,
+          payers[Math.floor(random() * payers.length)],
+          `0x${i.toString(16).padStart(64, "0")}`,
+          cids[c],
+          instructionId,
+          String(10_000 * (1 + Math.floor(random() * 5))),
+          PAY_TO,
+          state,
+          state === "settled" ? `0x${i.toString(16).padStart(64, "0")}` : null,
+          created,
+          created,
+        );
+        ids.push(Number(r.lastInsertRowid));
+        // A funnel: about four offers and one proof and a bit per payment.
+        const hour = created.slice(0, 13);
+        const offers = 3 + Math.floor(random() * 3);
+        const proofs = 1;
+        const fk = `${cids[c]}|${hour}|${instructionId}`;
+        const f = funnel.get(fk) ?? [0, 0];
+        f[0] += offers;
+        f[1] += proofs;
+        funnel.set(fk, f);
+        const tk = `${hour}|${instructionId}`;
+        const t = funnelTotals.get(tk) ?? [0, 0];
+        t[0] += offers;
+        t[1] += proofs;
+        funnelTotals.set(tk, t);
+        const s = funnelShop.get(hour) ?? [0, 0];
+        s[0] += offers;
+        s[1] += proofs;
+        funnelShop.set(hour, s);
+      }
     });
-    cids.forEach((cid, i) => {
-      insertCid.run(cid, instructionIds[i % INSTRUCTIONS], nowIso);
-    });
-  })();
-  const CHUNK = 100_000;
-  const seedChunk = db.sqlite.transaction((first: number) => {
-    for (let i = first; i < Math.min(N, first + CHUNK); i++) {
-      // In time order (ids follow creation, as in a live ledger), jittered within the step.
-      const at = yearAgo + ((i + random()) / N) * 365 * DAY;
-      const created = new Date(at).toISOString();
-      const c = Math.floor(random() * CIDS);
-      const instructionId = instructionIds[c % INSTRUCTIONS];
-      const roll = random();
-      const state = i >= N - N / 1000 ? "pending" : roll < 0.9 ? "settled" : "failed";
-      const network = roll < 0.02 || roll > 0.97 ? "base" : "base-sepolia";
-      const r = insertPayment.run(
-        network,
-        USDC,
-        payers[Math.floor(random() * payers.length)],
-        `0x${i.toString(16).padStart(64, "0")}`,
-        cids[c],
-        instructionId,
-        String(10_000 * (1 + Math.floor(random() * 5))),
-        PAY_TO,
-        state,
-        state === "settled" ? `0x${i.toString(16).padStart(64, "0")}` : null,
-        created,
-        created,
-      );
-      ids.push(Number(r.lastInsertRowid));
-      // A funnel: about four offers and one proof and a bit per payment.
-      const hour = created.slice(0, 13);
-      const offers = 3 + Math.floor(random() * 3);
-      const proofs = 1;
-      const fk = `${cids[c]}|${hour}|${instructionId}`;
-      const f = funnel.get(fk) ?? [0, 0];
-      f[0] += offers;
-      f[1] += proofs;
-      funnel.set(fk, f);
-      const tk = `${hour}|${instructionId}`;
-      const t = funnelTotals.get(tk) ?? [0, 0];
-      t[0] += offers;
-      t[1] += proofs;
-      funnelTotals.set(tk, t);
-      const s = funnelShop.get(hour) ?? [0, 0];
-      s[0] += offers;
-      s[1] += proofs;
-      funnelShop.set(hour, s);
+    for (let first = 0; first < N; first += CHUNK) {
+      seedChunk(first);
+      process.stdout.write(`\rseeding: ${Math.min(N, first + CHUNK).toLocaleString()} payments`);
     }
-  });
-  for (let first = 0; first < N; first += CHUNK) {
-    seedChunk(first);
-    process.stdout.write(`\rseeding: ${Math.min(N, first + CHUNK).toLocaleString()} payments`);
+    console.log("");
+    db.sqlite.transaction(() => {
+      for (const [k, [o, p]] of funnel) {
+        const [cid, hour, instructionId] = k.split("|");
+        insertFunnel.run(cid, hour, instructionId, o, p);
+      }
+      for (const [k, [o, p]] of funnelTotals) {
+        const [hour, instructionId] = k.split("|");
+        insertFunnelInstruction.run(instructionId, hour, o, p);
+      }
+      for (const [hour, [o, p]] of funnelShop) insertFunnelShop.run(hour, o, p);
+    })();
+    const tSeeded = performance.now();
+    db.sqlite.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    db.sqlite.exec("ANALYZE");
+    console.log(
+      `inserts ${((tSeeded - t0) / 1000).toFixed(1)} s, checkpoint + ANALYZE ${((performance.now() - tSeeded) / 1000).toFixed(1)} s`,
+    );
+    const rollupRows = db.sqlite
+      .query<{ n: number }, []>(
+        "SELECT (SELECT count(*) FROM sales_hourly) + (SELECT count(*) FROM sales_instruction_hourly) AS n",
+      )
+      .get()!.n;
+    db.sqlite.close();
+    const sizeMb = Bun.file(dbPath).size / 1024 / 1024;
+    console.log(
+      `seeded ${N} payments, ${CIDS} CIDs, ${funnel.size} funnel rows, ${rollupRows} rollup rows in ${((performance.now() - t0) / 1000).toFixed(1)} s (${sizeMb.toFixed(0)} MB)`,
+    );
   }
-  console.log("");
-  db.sqlite.transaction(() => {
-    for (const [k, [o, p]] of funnel) {
-      const [cid, hour, instructionId] = k.split("|");
-      insertFunnel.run(cid, hour, instructionId, o, p);
-    }
-    for (const [k, [o, p]] of funnelTotals) {
-      const [hour, instructionId] = k.split("|");
-      insertFunnelInstruction.run(instructionId, hour, o, p);
-    }
-    for (const [hour, [o, p]] of funnelShop) insertFunnelShop.run(hour, o, p);
-  })();
-  const tSeeded = performance.now();
-  db.sqlite.exec("PRAGMA wal_checkpoint(TRUNCATE)");
-  db.sqlite.exec("ANALYZE");
-  console.log(
-    `inserts ${((tSeeded - t0) / 1000).toFixed(1)} s, checkpoint + ANALYZE ${((performance.now() - tSeeded) / 1000).toFixed(1)} s`,
-  );
-  const rollupRows = db.sqlite
-    .query<{ n: number }, []>(
-      "SELECT (SELECT count(*) FROM sales_hourly) + (SELECT count(*) FROM sales_instruction_hourly) AS n",
-    )
-    .get()!.n;
-  db.sqlite.close();
-  const sizeMb = Bun.file(dbPath).size / 1024 / 1024;
-  console.log(
-    `seeded ${N} payments, ${CIDS} CIDs, ${funnel.size} funnel rows, ${rollupRows} rollup rows in ${((performance.now() - t0) / 1000).toFixed(1)} s (${sizeMb.toFixed(0)} MB)`,
-  );
-
   const hasTaskset = spawnSync("taskset", ["-V"]).status === 0;
   const cmd = hasTaskset ? "taskset" : process.execPath;
   const cmdArgs = [...(hasTaskset ? ["-c", "0", process.execPath] : []), import.meta.path, "--serve", dbPath];
@@ -251,7 +271,7 @@ async function main() {
       }
       times.sort((a, b) => a - b);
       console.log(
-        `${name.padEnd(52)} p50 ${percentile(times, 50).toFixed(2).padStart(7)} ms   p99 ${percentile(times, 99).toFixed(2).padStart(7)} ms${target ? `   (target ${target})` : ""}`,
+        `${name.padEnd(52)} p50 ${percentile(times, 50).toFixed(2).padStart(7)} ms   p99 ${percentile(times, 99).toFixed(2).padStart(7)} ms   RSS ${rssMb().toFixed(0)} MB${target ? `   (target ${target})` : ""}`,
       );
     }
 

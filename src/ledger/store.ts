@@ -352,8 +352,24 @@ export function createPaymentStore(db: Db) {
      * are added). `afterId` is the last id of the previous page.
      */
     list(f: PaymentFilter, page: { limit: number; afterId?: number; order?: "desc" | "asc" }) {
-      const where = filterConditions(f);
       const order = page.order ?? "desc";
+      const where = filterConditions({ ...f, createdFrom: undefined, createdTo: undefined });
+      if (f.createdFrom || f.createdTo) {
+        // A time range pages along the rowid from the range's largest (smallest) id, found in the
+        // created_at index alone, never through that index and a sort of the whole range: a month
+        // of a million payments, 5.5 ms against 125 ms (docs/BENCHMARKS.md). Exact either way: the
+        // range's conditions stay; `+` keeps the planner off the created_at index for them.
+        const range: SQL[] = [];
+        if (f.createdFrom) range.push(gte(payments.createdAt, f.createdFrom));
+        if (f.createdTo) range.push(lt(payments.createdAt, f.createdTo));
+        if (f.createdFrom) where.push(sql`+${payments.createdAt} >= ${f.createdFrom}`);
+        if (f.createdTo) where.push(sql`+${payments.createdAt} < ${f.createdTo}`);
+        where.push(
+          order === "desc"
+            ? sql`${payments.id} <= (SELECT max(${payments.id}) FROM ${payments} WHERE ${and(...range)})`
+            : sql`${payments.id} >= (SELECT min(${payments.id}) FROM ${payments} WHERE ${and(...range)})`,
+        );
+      }
       if (page.afterId !== undefined)
         where.push(order === "desc" ? lt(payments.id, page.afterId) : gt(payments.id, page.afterId));
       const rows = db

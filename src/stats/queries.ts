@@ -38,6 +38,17 @@ export interface HourRange {
 const HOUR = 3_600_000;
 
 /**
+ * How finely rows come back: per hour, per day (keyed by the day's first hour: every bucket but
+ * the hour starts on a day, so a day falls in one bucket; ~24x fewer rows for a year), or one per
+ * key over the whole range (keyed by its first hour).
+ */
+export type Grain = "hour" | "day" | "range";
+
+/** The hour-key expression of a grain over a column holding an hour key or an ISO time. */
+const grainOf = (grain: Grain, column: string) =>
+  grain === "hour" ? `substr(${column}, 1, 13)` : grain === "day" ? `substr(${column}, 1, 10) || 'T00'` : "$from";
+
+/**
  * Settled amounts summed from the ledger, exactly: amounts of up to 15 digits
  * by SQLite, longer ones (never a real price) listed and added as BigInts.
  */
@@ -63,14 +74,21 @@ export function createStatsQueries(sqlite: Database) {
    * Settled sales per hour (and per `by`) over a range: the shop's or an
    * instruction's rollup, or the payments of one CID (or of every CID, by=cid).
    */
-  function sales(range: HourRange, by: "none" | "cid" | "instruction" = "none"): SalesRow[] {
+  function sales(
+    range: HourRange,
+    by: "none" | "cid" | "instruction" = "none",
+    /** "range": one row per key over the whole range (`hour` = fromHour): what a table of 10,000 CIDs needs. */
+    grain: Grain = "hour",
+    /** Only these CIDs (by=cid): the rows shown, for their series. */
+    cids?: string[],
+  ): SalesRow[] {
     const params: Record<string, string> = { from: range.fromHour, to: range.toHour };
     if (range.instructionId) params.instruction = range.instructionId;
     if (range.cid === undefined && by !== "cid") {
       const perInstruction = by === "instruction" || range.instructionId !== undefined;
       const key = by === "instruction" ? "instruction_id" : "''";
       const rows = q<SalesRow & { oversized: number }>(
-        `SELECT hour, ${key} AS key, network, asset, sum(sales) AS sales, cast(sum(amount) AS text) AS amount,
+        `SELECT ${grainOf(grain, "hour")} AS hour, ${key} AS key, network, asset, sum(sales) AS sales, cast(sum(amount) AS text) AS amount,
                 sum(oversized) AS oversized
          FROM ${perInstruction ? "sales_instruction_hourly" : "sales_hourly"}
          WHERE ${range.instructionId ? "instruction_id = $instruction AND " : ""}hour >= $from AND hour < $to
@@ -83,37 +101,47 @@ export function createStatsQueries(sqlite: Database) {
     params.fromIso = `${range.fromHour}:00:00.000Z`;
     params.toIso = `${range.toHour}:00:00.000Z`;
     if (range.cid !== undefined) params.cid = range.cid;
+    if (cids) params.cids = JSON.stringify(cids);
     const key = by === "cid" ? "cid" : by === "instruction" ? "instruction_id" : "''";
     return exact(
       q<SalesRow & { big?: string | null }>(
-        `SELECT substr(created_at, 1, 13) AS hour, ${key} AS key, network, asset, count(*) AS sales, ${LEDGER_AMOUNT}
+        `SELECT ${grainOf(grain, "created_at")} AS hour, ${key} AS key, network, asset,
+              count(*) AS sales, ${LEDGER_AMOUNT}
        FROM payments WHERE state = 'settled' AND created_at >= $fromIso AND created_at < $toIso
        ${range.cid !== undefined ? "AND cid = $cid" : ""} ${range.instructionId ? "AND instruction_id = $instruction" : ""}
+       ${cids ? "AND cid IN (SELECT value FROM json_each($cids))" : ""}
        GROUP BY 1, 2, 3, 4`,
       ).all(params),
     );
   }
 
   /** Offers and proofs per hour (and per `by`) over a range, as flushed: the shop's, an instruction's or a CID's. */
-  function funnel(range: HourRange, by: "none" | "cid" | "instruction" = "none"): FunnelHourRow[] {
+  function funnel(
+    range: HourRange,
+    by: "none" | "cid" | "instruction" = "none",
+    grain: Grain = "hour",
+  ): FunnelHourRow[] {
     const params: Record<string, string> = { from: range.fromHour, to: range.toHour };
     if (range.instructionId) params.instruction = range.instructionId;
     const instruction = range.instructionId ? " AND instruction_id = $instruction" : "";
     if (range.cid === undefined && by !== "cid") {
       if (by === "none" && !range.instructionId)
         return q<FunnelHourRow>(
-          `SELECT hour, '' AS key, offers, proofs FROM funnel_shop_hourly WHERE hour >= $from AND hour < $to`,
+          `SELECT ${grainOf(grain, "hour")} AS hour, '' AS key, sum(offers) AS offers, sum(proofs) AS proofs
+           FROM funnel_shop_hourly WHERE hour >= $from AND hour < $to GROUP BY 1`,
         ).all(params);
       const key = by === "instruction" ? "instruction_id" : "''";
       return q<FunnelHourRow>(
-        `SELECT hour, ${key} AS key, sum(offers) AS offers, sum(proofs) AS proofs FROM funnel_instruction_hourly
+        `SELECT ${grainOf(grain, "hour")} AS hour, ${key} AS key, sum(offers) AS offers, sum(proofs) AS proofs
+         FROM funnel_instruction_hourly
          WHERE hour >= $from AND hour < $to${instruction} GROUP BY 1, 2`,
       ).all(params);
     }
     if (range.cid !== undefined) params.cid = range.cid;
     const key = by === "cid" ? "cid" : by === "instruction" ? "instruction_id" : "''";
     return q<FunnelHourRow>(
-      `SELECT hour, ${key} AS key, sum(offers) AS offers, sum(proofs) AS proofs FROM funnel_hourly
+      `SELECT ${grainOf(grain, "hour")} AS hour, ${key} AS key, sum(offers) AS offers, sum(proofs) AS proofs
+       FROM funnel_hourly
        WHERE hour >= $from AND hour < $to${range.cid !== undefined ? " AND cid = $cid" : ""}${instruction} GROUP BY 1, 2`,
     ).all(params);
   }

@@ -163,11 +163,15 @@ export function createReport(deps: ReportDeps) {
     const accs = starts.map(() => new Acc());
     const totals = new Acc();
     const indexOf = bucketIndexer(starts);
-    for (const s of deps.queries.sales(hours)) {
+    const grain = r.bucket === "hour" ? "hour" : "day";
+    for (const s of deps.queries.sales(hours, "none", grain)) {
       accs[indexOf(s.hour)].addSales(s);
       totals.addSales(s);
     }
-    for (const f of [...deps.queries.funnel(hours), ...pendingFunnel(hours.fromHour, hours.toHour, r, "none")]) {
+    for (const f of [
+      ...deps.queries.funnel(hours, "none", grain),
+      ...pendingFunnel(hours.fromHour, hours.toHour, r, "none"),
+    ]) {
       accs[indexOf(f.hour)].addFunnel(f);
       totals.addFunnel(f);
     }
@@ -193,12 +197,18 @@ export function createReport(deps: ReportDeps) {
       if (!row) rows.set(key, (row = { acc: new Acc(), series: starts.map(() => 0) }));
       return row;
     };
-    for (const s of deps.queries.sales(hours, r.by)) {
+    // Per CID, one row per CID over the whole range (thousands of CIDs: no hourly rows held in
+    // memory), and the series only for the rows answered, below. Per instruction, hourly rows (few).
+    const grain = r.by === "cid" ? "range" : r.bucket === "hour" ? "hour" : "day";
+    for (const s of deps.queries.sales(hours, r.by, grain)) {
       const row = rowOf(s.key);
       row.acc.addSales(s);
-      row.series[indexOf(s.hour)] += s.sales;
+      if (grain !== "range") row.series[indexOf(s.hour)] += s.sales;
     }
-    for (const f of [...deps.queries.funnel(hours, r.by), ...pendingFunnel(hours.fromHour, hours.toHour, r, r.by)])
+    for (const f of [
+      ...deps.queries.funnel(hours, r.by, grain),
+      ...pendingFunnel(hours.fromHour, hours.toHour, r, r.by),
+    ])
       rowOf(f.key).acc.addFunnel(f);
 
     const scored = [...rows.entries()].map(([key, row]) => ({ key, row, figures: row.acc.figures() }));
@@ -218,8 +228,18 @@ export function createReport(deps: ReportDeps) {
       return sa === sb ? cmp(a.key, b.key) : sa > sb ? -1 : 1;
     });
     const limit = r.limit ?? BREAKDOWN_LIMIT.fallback;
+    const shown = scored.slice(0, limit);
+    if (grain === "range" && shown.length > 0) {
+      for (const s of deps.queries.sales(
+        hours,
+        "cid",
+        r.bucket === "hour" ? "hour" : "day",
+        shown.map((x) => x.key),
+      ))
+        rows.get(s.key)!.series[indexOf(s.hour)] += s.sales;
+    }
     const paths = r.by === "cid" ? deps.pathsOf?.() : undefined;
-    const answered: BreakdownRow[] = scored.slice(0, limit).map(({ key, row, figures }) => {
+    const answered: BreakdownRow[] = shown.map(({ key, row, figures }) => {
       const out: BreakdownRow = { key, series: row.series, ...figures };
       if (r.by === "instruction") {
         const name = deps.instructionName?.(key);

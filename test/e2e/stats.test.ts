@@ -63,6 +63,11 @@ describe("GET /v3/x402/stats after purchases on the devnet", () => {
     expect(buckets.reduce((s, b) => s + b.offers, 0)).toBe(offers);
     expect(buckets.reduce((s, b) => s + b.sales, 0)).toBe(2);
     expect(buckets.flatMap((b) => b.revenue).reduce((s, r) => s + BigInt(r.amount), 0n)).toBe(2n * PRICE);
+    // Days, weeks and months are summed from days in SQL, hours from hours: the same totals.
+    for (const bucket of ["day", "week", "month"]) {
+      const other = await m.api("GET", `/v3/x402/stats?bucket=${bucket}`, undefined, ["read"]);
+      expect(other.body.data.totals).toEqual(body.data.totals);
+    }
     // The same totals as the ledger's own revenue figure.
     const payments = await m.api("GET", "/v3/x402/payments", undefined, ["read"]);
     expect(payments.body.data.totals).toEqual([
