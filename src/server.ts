@@ -188,10 +188,14 @@ export async function startServer(options: ServerOptions) {
     stop(force = false): Promise<void> {
       stopped ??= (async () => {
         await watchers?.close();
-        await reconciler.stop();
         pruning.stop();
         const graceMs = options.shutdownGraceMs ?? 2 * settings.facilitatorTimeoutMs + 1000;
-        const drained = await drainRequests(server, { force, graceMs, settler, log });
+        // Together: the listener closes at once while the reconciler finishes the row it holds (one bounded
+        // chain read); one after the other, new requests were accepted for up to FACILITATOR_TIMEOUT_MS.
+        const [drained] = await Promise.all([
+          drainRequests(server, { force, graceMs, settler, log }),
+          reconciler.stop(),
+        ]);
         if (!drained) await server.stop(true);
         // After the last request: the offers and proofs counted since the last flush are written.
         stats.stop();

@@ -81,18 +81,26 @@ export interface ReconcileRound {
   errors: number;
 }
 
+/** Pending rows looked at per round. */
+const PAGE = 500;
+
 export function createReconciler(deps: ReconcileDeps & { intervalSeconds: number }) {
   let running: Promise<ReconcileRound> | undefined;
   let timer: ReturnType<typeof setInterval> | undefined;
   let stopping = false;
+  /**
+   * Where the next round's page of pending rows starts: rows the chain cannot decide yet (no RPC for
+   * their network, a transaction not found) stay pending, and without a cursor 500 of them would hide
+   * every newer row for good.
+   */
+  let cursor = 0;
 
   async function round(): Promise<ReconcileRound> {
     const result = { checked: 0, settled: 0, released: 0, open: 0, errors: 0 };
     if (!deps.lookup) return result;
-    const rows = [
-      ...deps.payments.unresolved(deps.pendingBefore()),
-      ...deps.payments.releasedAfterSettle(Math.floor(Date.now() / 1000)),
-    ];
+    const page = deps.payments.unresolved(deps.pendingBefore(), PAGE, cursor);
+    cursor = page.length === PAGE ? page[page.length - 1].id : 0;
+    const rows = [...page, ...deps.payments.releasedAfterSettle(Math.floor(Date.now() / 1000))];
     for (const row of rows) {
       if (stopping) break; // a stopping server waits for one row at most
       result.checked++;

@@ -251,9 +251,10 @@ export function createPaymentStore(db: Db) {
 
     /**
      * Pending rows that are unconfirmed or were last updated before `before`,
-     * oldest first: what the background reconciliation resolves from the chain.
+     * oldest first, after id `afterId`: what the background reconciliation
+     * resolves from the chain, a page per round.
      */
-    unresolved(before: string, limit = 500): Payment[] {
+    unresolved(before: string, limit = 500, afterId = 0): Payment[] {
       return db
         .select()
         .from(payments)
@@ -262,6 +263,7 @@ export function createPaymentStore(db: Db) {
             // A literal, not a parameter: what lets SQLite use the partial index payments_pending.
             sql`${payments.state} = 'pending'`,
             sql`(${payments.error} LIKE ${`${UNCONFIRMED}%`} OR ${payments.updatedAt} < ${before})`,
+            gt(payments.id, afterId),
           ),
         )
         .orderBy(asc(payments.id))

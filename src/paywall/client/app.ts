@@ -327,17 +327,26 @@ async function settle(payment: NonNullable<typeof pending>): Promise<void> {
     ready(payment.network, receipt);
     return;
   }
-  if (response.status === 503) {
-    // Sent to the chain, not mined yet: the same proof again shortly is served, never charged twice.
+  // 503 is "sent to the chain, not mined yet" (the same proof shortly is served) unless the body says
+  // file_changed: paid, and the file changed under its CID meanwhile; the purchase stands.
+  const failure = response.status >= 500 ? await reasonOf(response) : {};
+  if (response.status === 503 && failure.reason !== "file_changed") {
     await new Promise((r) => setTimeout(r, Number(response.headers.get("Retry-After") ?? "5") * 1000));
     return settle(payment);
   }
   steps(undefined);
+  if (failure.reason === "file_changed") {
+    pending = undefined;
+    throw new Stop(
+      "Paid, but the file is being updated",
+      "Your purchase stands: the seller changed this file while your payment settled. Come back in a minute and use Sign in with wallet to download it without paying again.",
+    );
+  }
   if (response.status === 500 || response.status === 599 || response.status === 502 || response.status === 504) {
     payButton.textContent = "Try again";
-    // The gateway says when the settlement went out unanswered ("the payment may have been made").
-    const { error } = response.status === 500 ? await reasonOf(response) : {};
-    const mayHavePaid = /may have been made/.test(error ?? "");
+    // The gateway says when the settlement went out unanswered ("the payment may have been made"); a 502
+    // facilitator_untrusted is a settlement claimed and not seen on chain: money may have moved too.
+    const mayHavePaid = failure.reason === "facilitator_untrusted" || /may have been made/.test(failure.error ?? "");
     throw new Stop(
       "The payment service is unavailable",
       mayHavePaid
