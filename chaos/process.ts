@@ -65,10 +65,15 @@ export async function prepareProcessGateway(
       let url: string | undefined;
       while (!url) {
         if (Date.now() > deadline) throw new Error("cidgate did not start within 30 s");
-        const { done, value } = await reader.read();
+        // Raced with the deadline: a server that never prints the line must not hang the suite.
+        const { done, value } = await Promise.race([
+          reader.read(),
+          Bun.sleep(Math.max(0, deadline - Date.now())).then(() => ({ done: false, value: undefined })),
+        ]);
+        if (value === undefined && !done) continue;
         if (done) throw new Error(`cidgate exited before listening: ${text.slice(0, 500)}`);
         text += new TextDecoder().decode(value);
-        url = /cidgate listening on (http:\/\/\S+)/.exec(text)?.[1];
+        url = /cidgate \S+ listening on (http:\/\/[^\s;]+)/.exec(text)?.[1]; // the start-up summary's first line
       }
       // Keep draining its output so a full pipe never blocks it.
       void (async () => {
