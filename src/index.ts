@@ -4,6 +4,7 @@
  */
 import pkg from "../package.json";
 import { forSaleIn } from "./catalog/listing";
+import { tokenCreateCommand } from "./cli/token-hint";
 import { type RunningServer, startServer } from "./server";
 import { loadSettingsOrReport } from "./settings";
 import { preflight } from "./startup/preflight";
@@ -33,4 +34,4 @@ const { url, publicUrl, db } = running;
 console.log(
   startupSummary({ version: pkg.version, url, publicUrl, settings, preflight: checked, forSale: forSaleIn(db) }),
 );
-console.log("make a management token: npx cidgate token create --scope read,write --ttl 30d");
+console.log(`make a management token: ${tokenCreateCommand(settings, "--scope read,write --ttl 30d")}`);

@@ -6,10 +6,11 @@
  */
 import { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
-import { BackupError, backupDatabase, integrityCheck, restoreDatabase } from "../db/backup";
+import { BackupError, backupDatabase, checkBackup, integrityCheck, restoreDatabase } from "../db/backup";
 import { openDb } from "../db/client";
 import { loadSettingsOrReport } from "../settings";
 import { defineCommand } from "./command";
+import { missingDatabase } from "./existing-db";
 
 export const backup = defineCommand({
   name: "backup",
@@ -21,10 +22,7 @@ export const backup = defineCommand({
   async run({ positionals: [file], who }) {
     const settings = loadSettingsOrReport(who);
     if (!settings) return 2;
-    if (settings.db === ":memory:" || !existsSync(settings.db)) {
-      console.error(`${who}: no database at CIDGATE_DB (${settings.db})`);
-      return 1;
-    }
+    if (missingDatabase(who, settings.db)) return 1;
     // Not openDb: a backup never migrates the database it copies.
     const sqlite = new Database(settings.db);
     try {
@@ -67,6 +65,14 @@ export const restore = defineCommand({
     }
     if (!existsSync(file)) {
       console.error(`${who}: ${file} does not exist`);
+      return 1;
+    }
+    // The backup is checked before anything is copied or opened: a junk file changes nothing, not even the folder.
+    try {
+      checkBackup(file);
+    } catch (e) {
+      if (!(e instanceof BackupError)) throw e;
+      console.error(`${who}: ${e.message}; nothing changed`);
       return 1;
     }
     const db = openDb(settings.db);

@@ -12,10 +12,24 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { usd } from "../money";
 import { priceToAmount } from "../pricing/price";
+import { signedAuthorization, wasCharged } from "./buy-charged";
 import { defineCommand, UsageError } from "./command";
 
 interface Offer {
-  accepts?: { network?: string; maxAmountRequired?: string; payTo?: string }[];
+  accepts?: { network?: string; maxAmountRequired?: string; payTo?: string; asset?: string }[];
+}
+
+/** The local chain's RPC from --devnet's file, else RPC_URL: where buy asks whether its payment was taken. */
+function rpcUrlOf(values: { devnet?: string }): string | undefined {
+  if (values.devnet !== undefined) {
+    try {
+      const url = JSON.parse(readFileSync(values.devnet, "utf8")).rpcUrl;
+      if (typeof url === "string") return url;
+    } catch {
+      // buyerKey has said why the file is unreadable
+    }
+  }
+  return process.env.RPC_URL || undefined;
 }
 
 function buyerKey(values: { devnet?: string; buyer?: string }, who: string): `0x${string}` | undefined {
@@ -82,6 +96,9 @@ export const command = defineCommand({
       return 1;
     }
     let response = first;
+    /** The X-PAYMENT header x402-fetch sent, and where the offer asked to be paid. */
+    let sent: string | undefined;
+    let accepted: { network: string; asset?: string } | undefined;
     if (first.status === 402) {
       const offer = (await first.json().catch(() => ({}))) as Offer;
       const accept = offer.accepts?.[0];
@@ -90,8 +107,13 @@ export const command = defineCommand({
         return 1;
       }
       console.error(`price: ${usd(accept.maxAmountRequired)} on ${accept.network} to ${accept.payTo}`);
+      accepted = { network: accept.network, asset: accept.asset };
       const signer = await createSigner(accept.network as never, key);
-      const pay = wrapFetchWithPayment(fetch, signer as never, BigInt(max.amount));
+      const recording = ((input: RequestInfo | URL, init?: RequestInit) => {
+        sent = new Headers(init?.headers).get("x-payment") ?? sent;
+        return fetch(input, init);
+      }) as typeof fetch;
+      const pay = wrapFetchWithPayment(recording, signer as never, BigInt(max.amount));
       try {
         response = await pay(url);
       } catch (e) {
@@ -109,7 +131,16 @@ export const command = defineCommand({
     const receipt = response.headers.get("x-payment-response");
     if (receipt) {
       const r = decodeXPaymentResponse(receipt);
-      console.error(`paid: transaction ${r.transaction} on ${r.network} (payer ${r.payer})`);
+      const signed = sent === undefined ? undefined : signedAuthorization(sent);
+      const charged =
+        signed && accepted?.asset
+          ? await wasCharged(accepted.network, accepted.asset as `0x${string}`, signed, rpcUrlOf(values))
+          : undefined;
+      console.error(
+        charged === false
+          ? `already paid (transaction ${r.transaction} on ${r.network}): not charged again`
+          : `paid: transaction ${r.transaction} on ${r.network} (payer ${r.payer})`,
+      );
     }
     const body = new Uint8Array(await response.arrayBuffer());
     if (values.out !== undefined) {

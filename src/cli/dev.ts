@@ -18,6 +18,7 @@ import { basename, join } from "node:path";
 import pkg from "../../package.json";
 import { loadSettingsOrReport } from "../settings";
 import { defineCommand, UsageError } from "./command";
+import { tokenCreateCommand } from "./token-hint";
 
 /** Whether a process is there (signal 0 only asks). */
 function alive(pid: number): boolean {
@@ -153,6 +154,8 @@ export const command = defineCommand({
     console.log(`\nlocal chain ${devnet.rpcUrl} (chain ${devnet.chainId}), test USDC ${devnet.token}`);
     console.log(`seller (PAY_TO) ${devnet.seller.address}; buyers with 1000 test USDC each in ${out}`);
     console.log(`its sales: CIDGATE_DB=${settings.db} npx cidgate payments`);
+    // Its own database and secret (data/dev/): a token made for the usual CIDGATE_DB is refused here.
+    console.log(`dashboard token: ${tokenCreateCommand(settings, "--scope read")}`);
     // The cheapest file that is there: the one to try first.
     const first = forSale
       .filter((f) => f.path !== undefined)

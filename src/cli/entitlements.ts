@@ -10,10 +10,12 @@ import { openDb } from "../db/client";
 import { checkGrantTarget } from "../entitlements/grant-target";
 import { parseAccessPolicy } from "../entitlements/policy";
 import { type Entitlement, isActive } from "../entitlements/store";
+import { grid } from "../grid";
 import { ApiError } from "../http/errors";
 import { loadSettingsOrReport } from "../settings";
 import { createStores, type Stores } from "../stores";
-import { defineCommand, defineGroup, table, UsageError } from "./command";
+import { defineCommand, defineGroup, UsageError } from "./command";
+import { missingDatabase } from "./existing-db";
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 const ADDRESS = /^0[xX][0-9a-fA-F]{40}$/;
@@ -22,6 +24,7 @@ const ADDRESS = /^0[xX][0-9a-fA-F]{40}$/;
 function withStores(who: string, body: (stores: Stores) => number): number {
   const settings = loadSettingsOrReport(who);
   if (!settings) return 2;
+  if (missingDatabase(who, settings.db)) return 1;
   const db = openDb(settings.db);
   try {
     return body(createStores(db, settings));
@@ -75,11 +78,7 @@ const list = defineCommand({
         console.error("no entitlements");
         return 0;
       }
-      console.log(
-        table(
-          [["id", "payer", "covers", "from", "expires", "state"], ...rows].map((r) => [r[0], r.slice(1).join("  ")]),
-        ),
-      );
+      console.log(grid([["id", "payer", "covers", "from", "expires", "state"], ...rows]));
       return 0;
     });
   },

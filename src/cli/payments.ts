@@ -11,6 +11,7 @@ import type { Payment } from "../ledger/store";
 import { usd } from "../money";
 import { loadSettingsOrReport } from "../settings";
 import { defineCommand, defineGroup, UsageError } from "./command";
+import { missingDatabase } from "./existing-db";
 import { resolve } from "./payments-resolve";
 
 function whole(raw: string | undefined, name: string, fallback: number, max: number): number {
@@ -44,6 +45,7 @@ const list = defineCommand({
     const limit = whole(values.limit, "limit", 20, 100000);
     const settings = loadSettingsOrReport(who);
     if (!settings) return 2;
+    if (missingDatabase(who, settings.db)) return 1;
     // Loaded when run: `cidgate --help` loads every command's file.
     const [{ openDb }, { createPaymentStore }] = await Promise.all([import("../db/client"), import("../ledger/store")]);
     const db = openDb(settings.db);

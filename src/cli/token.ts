@@ -10,17 +10,28 @@
 
 import { openDb } from "../db/client";
 import { parseTtl } from "../duration";
+import { grid } from "../grid";
 import { jwtSecretPath, resolveJwtSecret } from "../http/jwt-secret";
 import { parseScopes } from "../http/token";
 import { loadSettingsOrReport, type Settings } from "../settings";
 import { DEFAULT_TOKEN_TTL, issueToken, MAX_TOKEN_TTL_SECONDS, revokeToken, tokenStatus } from "../tokens/issue";
 import { createTokenStore, type TokenStore } from "../tokens/store";
 import { defineCommand, defineGroup, UsageError } from "./command";
+import { missingDatabase } from "./existing-db";
 
-/** Opens CIDGATE_DB's token store for `body`, then closes it. */
-async function withTokens(who: string, body: (tokens: TokenStore, settings: Settings) => Promise<number>) {
+/**
+ * Opens CIDGATE_DB's token store for `body`, then closes it. Only `create` may
+ * make the database (a token made before the server's first start); `list` and
+ * `revoke` read one that is there, so a mistyped path is an error, not a new file.
+ */
+async function withTokens(
+  who: string,
+  body: (tokens: TokenStore, settings: Settings) => Promise<number>,
+  { create = false } = {},
+) {
   const settings = loadSettingsOrReport(who);
   if (!settings) return 2;
+  if (!create && missingDatabase(who, settings.db)) return 1;
   const db = openDb(settings.db);
   try {
     return await body(createTokenStore(db), settings);
@@ -63,14 +74,18 @@ const create = defineCommand({
     const label = values.label?.trim();
     if (label !== undefined && label.length > 200) throw new UsageError("--label is at most 200 characters");
 
-    return withTokens(who, async (tokens, settings) => {
-      const secret = resolveJwtSecret(settings);
-      const { token, record } = await issueToken(secret, tokens, { scopes, ttlSeconds, label });
-      const from = settings.jwtSecret !== undefined ? "JWT_SECRET" : jwtSecretPath(settings);
-      console.error(`id ${record.id}; scopes: ${scopes.join(",")}; expires ${record.expiresAt}; signed with ${from}`);
-      console.log(token);
-      return 0;
-    });
+    return withTokens(
+      who,
+      async (tokens, settings) => {
+        const secret = resolveJwtSecret(settings);
+        const { token, record } = await issueToken(secret, tokens, { scopes, ttlSeconds, label });
+        const from = settings.jwtSecret !== undefined ? "JWT_SECRET" : jwtSecretPath(settings);
+        console.error(`id ${record.id}; scopes: ${scopes.join(",")}; expires ${record.expiresAt}; signed with ${from}`);
+        console.log(token);
+        return 0;
+      },
+      { create: true },
+    );
   },
 });
 
@@ -95,11 +110,9 @@ const list = defineCommand({
           t.scopes.join(","),
           status === "revoked" ? `revoked ${t.revokedAt}` : `${status}, expires ${t.expiresAt}`,
           t.label ?? "",
-        ] as const;
+        ];
       });
-      const width = (i: number) => Math.max(...lines.map((l) => l[i].length));
-      for (const l of lines)
-        console.log(`${l[0]}  ${l[1].padEnd(width(1))}  ${l[2].padEnd(width(2))}  ${l[3]}`.trimEnd());
+      console.log(grid([["id", "scopes", "state", "label"], ...lines], ""));
       return 0;
     });
   },

@@ -17,7 +17,7 @@
  * database with tables is about to be migrated.
  */
 import { Database } from "bun:sqlite";
-import { chmodSync, copyFileSync, existsSync, renameSync, rmSync } from "node:fs";
+import { accessSync, chmodSync, constants, copyFileSync, existsSync, renameSync, rmSync, statSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { readMigrationFiles } from "drizzle-orm/migrator";
 
@@ -27,18 +27,42 @@ const quoted = (text: string) => `'${text.replaceAll("'", "''")}'`;
 /** Writes a consistent copy of the open database `sqlite` to `target` (which must not exist). Mode 0600: it holds the ledger. */
 export function backupDatabase(sqlite: Database, target: string): void {
   if (existsSync(target)) throw new BackupError(`${basename(target)} exists already; give a new file name`);
-  const temp = join(dirname(target), `.${basename(target)}.${process.pid}.tmp`);
-  rmSync(temp, { force: true });
+  // The reasons name the file as given, never the absolute path SQLite or the system would print.
+  const folder = dirname(target);
+  if (!existsSync(folder))
+    throw new BackupError(`cannot write ${basename(target)}: its folder ${basename(folder)} does not exist`);
+  if (!statSync(folder).isDirectory())
+    throw new BackupError(`cannot write ${basename(target)}: ${basename(folder)} is not a folder`);
+  const temp = join(folder, `.${basename(target)}.${process.pid}.tmp`);
   try {
+    rmSync(temp, { force: true });
     sqlite.exec(`VACUUM INTO ${quoted(temp)}`);
     chmodSync(temp, 0o600);
     renameSync(temp, target);
+  } catch (e) {
+    throw new BackupError(`cannot write ${basename(target)}: ${writeFailure(e, folder)}`);
   } finally {
     rmSync(temp, { force: true });
   }
 }
 
 export class BackupError extends Error {}
+
+/** Why a file could not be written in `folder`, in words without the absolute paths SQLite's messages carry. */
+function writeFailure(e: unknown, folder: string): string {
+  const code = (e as { code?: unknown }).code;
+  if (code === "EACCES" || code === "EPERM") return "permission denied";
+  if (code === "SQLITE_FULL" || code === "ENOSPC") return "the disk is full";
+  if (code === "SQLITE_CANTOPEN") {
+    try {
+      accessSync(folder, constants.W_OK);
+    } catch {
+      return "permission denied";
+    }
+    return "cannot create a file there";
+  }
+  return (e as Error).message.replace(/\/\S*/g, "").trim();
+}
 
 /** "ok", or the first problems `PRAGMA integrity_check` names. */
 export function integrityCheck(sqlite: Database): string {
@@ -57,6 +81,31 @@ function userTables(sqlite: Database, schema = "main"): string[] {
 }
 
 /**
+ * Throws a BackupError unless `source` is an intact cidgate database
+ * (integrity_check, a payments table). Cheap next to a restore: `cidgate
+ * restore` asks it before copying the live database aside.
+ */
+export function checkBackup(source: string): void {
+  if (!existsSync(source)) throw new BackupError(`${basename(source)} does not exist`);
+  let check: Database;
+  try {
+    check = new Database(source, { readonly: true });
+  } catch {
+    throw new BackupError(`${basename(source)} is not a SQLite database`);
+  }
+  try {
+    const integrity = integrityCheck(check);
+    if (integrity !== "ok") throw new BackupError(`${basename(source)} fails integrity_check: ${integrity}`);
+    if (!userTables(check).includes("payments")) throw new BackupError(`${basename(source)} is not a cidgate database`);
+  } catch (e) {
+    if (e instanceof BackupError) throw e;
+    throw new BackupError(`${basename(source)} is not a SQLite database`);
+  } finally {
+    check.close();
+  }
+}
+
+/**
  * Replaces every row of `live` (an open, migrated cidgate database) with the
  * rows of the backup file `source`. The backup is checked first
  * (integrity_check, a cidgate database) and migrated on a private copy by
@@ -68,21 +117,9 @@ export function restoreDatabase(
   source: string,
   migrate: (path: string) => void,
 ): Record<string, number> {
-  if (!existsSync(source)) throw new BackupError(`${basename(source)} does not exist`);
+  checkBackup(source);
   const copy = join(dirname(live.filename || source), `.restore-${process.pid}-${Date.now()}.db`);
   try {
-    const check = new Database(source, { readonly: true });
-    try {
-      const integrity = integrityCheck(check);
-      if (integrity !== "ok") throw new BackupError(`${basename(source)} fails integrity_check: ${integrity}`);
-      if (!userTables(check).includes("payments"))
-        throw new BackupError(`${basename(source)} is not a cidgate database`);
-    } catch (e) {
-      if (e instanceof BackupError) throw e;
-      throw new BackupError(`${basename(source)} is not a SQLite database`);
-    } finally {
-      check.close();
-    }
     copyFileSync(source, copy);
     migrate(copy);
 
@@ -154,7 +191,8 @@ export function backupBeforeMigration(sqlite: Database, path: string, migrations
   try {
     backupDatabase(sqlite, target);
   } catch (e) {
-    if (!(e instanceof BackupError)) throw e;
+    // Only "exists already" is the other process's copy; a copy that cannot be written stops the migration.
+    if (!(e instanceof BackupError && existsSync(target))) throw e;
   }
   return target;
 }

@@ -145,9 +145,24 @@ describe("cidgate dev, then the buyer command it prints", () => {
       // A second buy of the same file: served, not charged again.
       const again = run(["buy", command[1], "--devnet", command[2], "--out", saved], env);
       expect(again.code).toBe(0);
+      expect(again.err).toContain(`already paid (transaction ${tx} on base-sepolia): not charged again`);
+      expect(again.err).not.toContain("paid: transaction");
 
       const db = text.match(/its sales: CIDGATE_DB=(\S+) npx cidgate payments/)![1];
       expect(db).toBe(join(state, "cidgate.db"));
+
+      // The dashboard's token, made by the command dev prints, is one the dev shop accepts; one made
+      // for the usual CIDGATE_DB (another secret, another database) is refused.
+      const hint = text.match(/dashboard token: CIDGATE_DB=(\S+) npx cidgate token create --scope read\n/)!;
+      expect(hint[1]).toBe(db);
+      const stats = async (token: string) =>
+        (await fetch(`${origin}/v3/x402/stats`, { headers: { authorization: `Bearer ${token}` } })).status;
+      const token = run(["token", "create", "--scope", "read"], { ...env, CIDGATE_DB: hint[1] });
+      expect(token.code).toBe(0);
+      expect(await stats(token.out.trim())).toBe(200);
+      const elsewhere = run(["token", "create", "--scope", "read"], env);
+      expect(elsewhere.code).toBe(0);
+      expect(await stats(elsewhere.out.trim())).toBe(401);
       const payments = run(["payments"], { ...env, CIDGATE_DB: db });
       expect(payments.code).toBe(0);
       expect(payments.out).toContain("recent sales (1 of 1 in the last 30 day(s)):");
@@ -289,7 +304,11 @@ describe("start-up", () => {
     const priced = start([process.execPath, INDEX], shopEnv("summary"));
     try {
       const [, url] = await priced.until(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
-      await priced.until(/make a management token/);
+      await priced.until(/make a management token: .*\n/);
+      // Not the default database: the hint names it, or its token would be signed for another shop.
+      expect(priced.out).toContain(
+        `make a management token: CIDGATE_DB=${shopEnv("summary").CIDGATE_DB} npx cidgate token create --scope read,write --ttl 30d\n`,
+      );
       const cid = (await cidOfFile(ARTICLE)).toString();
       expect(priced.out).toContain("pricing      ");
       expect(priced.out).toContain("config/pricing.yaml (3 instruction(s), 3 CID(s))");
