@@ -282,7 +282,7 @@ describe("start-up", () => {
     const p = Bun.spawnSync([process.execPath, INDEX], { cwd: dir, env: shopEnv("chain-down", { RPC_URL: rpc }) });
     expect(p.exitCode).toBe(2);
     expect(p.stdout.toString()).not.toContain("listening");
-    expect(p.stderr.toString()).toContain(`refusing to start: RPC: ${rpc} did not answer eth_chainId`);
+    expect(p.stderr.toString()).toContain(`refusing to start: RPC: RPC_URL ${rpc} did not answer eth_chainId`);
   }, 30_000);
 
   test("the summary: what is for sale with URLs; or, without PAY_TO, why not and the command that fixes it", async () => {
