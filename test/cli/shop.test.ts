@@ -255,7 +255,7 @@ describe("an RPC per network, its URL carrying a key (RPC_URL_BASE_SEPOLIA alone
     return Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (r) => app.fetch(r) });
   }
   /** The devnet's RPC as a provider's URL reads: a key in the userinfo and the query (anvil ignores both). */
-  const keyed = () => devnet.rpcUrl.replace("http://", "http://shop:KEY-IN-USERINFO@") + "/?apikey=KEY-IN-QUERY";
+  const keyed = () => `${devnet.rpcUrl.replace("http://", "http://shop:KEY-IN-USERINFO@")}/?apikey=KEY-IN-QUERY`;
   const env = (name: string, facilitator: string) => {
     const e: Record<string, string> = shopEnv(name, { FACILITATOR_URL: facilitator, RPC_URL_BASE_SEPOLIA: keyed() });
     delete e.RPC_URL;
