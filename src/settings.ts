@@ -10,6 +10,7 @@
  * secret's value is never echoed back, even a malformed one.
  */
 import { getAddress, isAddress, isHex } from "viem";
+import { displayUrl } from "./display-url";
 import { parseTtl } from "./duration";
 
 type Env = Record<string, string | undefined>;
@@ -33,6 +34,8 @@ interface Variable<T, D extends Default | undefined> {
   readonly allows: string;
   /** Never echoed back in a report. */
   readonly secret?: boolean;
+  /** How a value is echoed (in a report, in `doctor`) when it may hold a key in part: an RPC URL's path. */
+  readonly display?: (text: string) => string;
   /** The value, or undefined when the text is not allowed. */
   readonly parse: (text: string) => T | undefined;
 }
@@ -57,6 +60,9 @@ const httpUrl = {
   allows: "an http(s) URL",
   parse: (s: string) => (isHttpUrl(s) ? s.replace(/\/+$/, "") : undefined),
 };
+
+/** A URL that may carry an API key (Alchemy's, Infura's, a facilitator's): shown as its origin only. */
+const keyedUrl = { ...httpUrl, display: displayUrl };
 
 function isHttpUrl(s: string): boolean {
   try {
@@ -126,6 +132,7 @@ export const VARIABLES = {
     doc: "an x402 facilitator, or `local` for the built-in one",
     allows: "an http(s) URL, or local",
     parse: (s) => (s === "local" || isHttpUrl(s) ? s : undefined),
+    display: (s) => (s === "local" ? s : displayUrl(s)),
   }),
   facilitatorTimeoutMs: variable({
     name: "FACILITATOR_TIMEOUT_MS",
@@ -177,19 +184,19 @@ export const VARIABLES = {
     doc:
       "chain RPC: the built-in facilitator's, and the gateway's to confirm every remote facilitator's settlement " +
       "on chain and reconcile pending payments (set it with a remote facilitator too)",
-    ...httpUrl,
+    ...keyedUrl,
   }),
   rpcUrlBase: variable({
     name: "RPC_URL_BASE",
     defaultDoc: "`RPC_URL` when it is on base",
     doc: "the gateway's RPC for base, when it also sells on base-sepolia (read only: confirmations, reconciliation)",
-    ...httpUrl,
+    ...keyedUrl,
   }),
   rpcUrlBaseSepolia: variable({
     name: "RPC_URL_BASE_SEPOLIA",
     defaultDoc: "`RPC_URL` when it is on base-sepolia",
     doc: "the gateway's RPC for base-sepolia, when it also sells on base (read only)",
-    ...httpUrl,
+    ...keyedUrl,
   }),
   reconcileSeconds: variable({
     name: "RECONCILE_SECONDS",
@@ -340,7 +347,8 @@ export function loadSettings(env: Env = process.env, rules: readonly SettingsRul
       values[key] = value;
       continue;
     }
-    const issue = { variable: v.name, message: v.secret ? v.allows : `${v.allows} (got ${JSON.stringify(raw)})` };
+    const got = v.display ? v.display(raw) : JSON.stringify(raw);
+    const issue = { variable: v.name, message: v.secret ? v.allows : `${v.allows} (got ${got})` };
     (given(env, v.name) === undefined ? derivedIssues : issues).push(issue);
   }
   if (issues.length === 0) issues.push(...derivedIssues);

@@ -140,10 +140,10 @@ describe("settings", () => {
     expect(issues({ FACILITATOR_URL: "local", RPC_URL: "http://127.0.0.1:8545" })).toEqual([
       { variable: "RELAYER_PRIVATE_KEY", message: "required when FACILITATOR_URL=local (the key that pays gas)" },
     ]);
-    // A malformed RPC_URL is reported once, as malformed, not also as missing.
+    // A malformed RPC_URL is reported once, as malformed, not also as missing (not echoed: it may hold a key).
     expect(
       issues({ FACILITATOR_URL: "local", RPC_URL: "nope", RELAYER_PRIVATE_KEY: KEY }).map((i) => i.message),
-    ).toEqual(['an http(s) URL (got "nope")']);
+    ).toEqual(["an http(s) URL (got …)"]);
     const s = loadSettings({ FACILITATOR_URL: "local", RPC_URL: "http://127.0.0.1:8545/", RELAYER_PRIVATE_KEY: KEY });
     expect(s.rpcUrl).toBe("http://127.0.0.1:8545");
     expect(s.relayerPrivateKey).toBe(KEY as `0x${string}`);

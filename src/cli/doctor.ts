@@ -15,16 +15,19 @@ function settingRows(settings: Settings, env: Record<string, string | undefined>
   return Object.entries(VARIABLES).map(([key, v]) => {
     const value = settings[key as keyof Settings];
     const given = (env[v.name] ?? "") !== "";
+    const written = given
+      ? (env[v.name] as string) // as written (ACCESS_TOKEN_TTL=24h, not 86400)
+      : typeof v.default === "string"
+        ? v.default
+        : String(value);
     const shown =
       value === undefined
         ? "(unset)"
         : "secret" in v && v.secret
           ? "(set, hidden)"
-          : given
-            ? (env[v.name] as string) // as written (ACCESS_TOKEN_TTL=24h, not 86400)
-            : typeof v.default === "string"
-              ? v.default
-              : String(value);
+          : "display" in v && v.display
+            ? v.display(written) // an RPC URL's key stays out of the terminal and the ticket it is pasted in
+            : written;
     return [v.name, shown, given ? "" : value === undefined ? "" : "(default)"];
   });
 }

@@ -4,6 +4,7 @@
  * names no URL (an RPC URL may carry an API key).
  */
 import { networkByChainId } from "../chain/networks";
+import { configuredRpcs, type RpcSettings } from "../chain/rpc-choice";
 import type { Facilitator } from "../facilitator/types";
 import type { Settings } from "../settings";
 
@@ -54,7 +55,7 @@ async function rpc(url: string, method: string): Promise<string> {
 
 export function createHealth(deps: {
   facilitator: Facilitator;
-  settings: Pick<Settings, "rpcUrl" | "facilitatorUrl">;
+  settings: Pick<Settings, "facilitatorUrl"> & RpcSettings;
 }) {
   let cached: { at: number; value: Promise<{ facilitator: Check; rpc: Check }> } | undefined;
 
@@ -64,18 +65,29 @@ export function createHealth(deps: {
       const kinds = s.kinds?.map((k) => String(k.network)) ?? [];
       return `${deps.settings.facilitatorUrl === "local" ? "built-in" : "remote"}; networks: ${[...new Set(kinds)].join(", ") || "none"}`;
     });
-    const url = deps.settings.rpcUrl;
-    const chain: Promise<Check> = url
-      ? timed(async () => {
-          const [chainId, block] = await Promise.all([rpc(url, "eth_chainId"), rpc(url, "eth_blockNumber")]);
-          const network = networkByChainId(Number(chainId)) ?? `chain ${Number(chainId)}`;
-          return `${network}, block ${Number(block)}`;
-        })
-      : Promise.resolve({
-          state: "not_configured",
-          detail: "no RPC_URL: settlements are taken on the facilitator's word",
-          checked_at: new Date().toISOString(),
-        });
+    // Every RPC the gateway reads (src/chain/rpc-choice.ts), named by its variable; down when one is
+    // down or a network's own RPC is on another chain (the ledger would not read that network through it).
+    const rpcs = configuredRpcs(deps.settings);
+    const chain: Promise<Check> =
+      rpcs.length > 0
+        ? timed(async () => {
+            const lines = await Promise.all(
+              rpcs.map(async (r) => {
+                const [chainId, block] = await Promise.all([rpc(r.url, "eth_chainId"), rpc(r.url, "eth_blockNumber")]);
+                const network = networkByChainId(Number(chainId));
+                if (r.network !== undefined && network !== r.network)
+                  throw new Error(`${r.variable} is chain ${Number(chainId)}, not ${r.network}`);
+                return `${network ?? `chain ${Number(chainId)}`}, block ${Number(block)}`;
+              }),
+            );
+            return rpcs.length === 1 ? lines[0] : lines.map((l, i) => `${rpcs[i].variable}: ${l}`).join("; ");
+          })
+        : Promise.resolve({
+            state: "not_configured",
+            detail:
+              "no RPC_URL (nor RPC_URL_BASE, RPC_URL_BASE_SEPOLIA): settlements are taken on the facilitator's word",
+            checked_at: new Date().toISOString(),
+          });
     return { facilitator: await facilitator, rpc: await chain };
   };
 

@@ -10,6 +10,8 @@
  * database); a warning is what an operator should know but a shop can run with.
  */
 import { NETWORKS, type NetworkName, networkByChainId } from "../chain/networks";
+import { type RpcSetting, rpcVariableOf } from "../chain/rpc-choice";
+import { displayUrl } from "../display-url";
 import type { Settings } from "../settings";
 
 export type CheckStatus = "ok" | "warn" | "fail";
@@ -32,8 +34,10 @@ export interface ShopFacts {
   pricedNetworks: readonly string[];
   /** The facilitator's GET /supported kinds (the built-in one's own list for `local`). */
   supported: Probed<readonly { scheme: string; network: string }[]>;
-  /** RPC_URL's eth_chainId; undefined when RPC_URL is unset. */
-  rpcChainId?: Probed<number>;
+  /** Each RPC variable that is set, with its eth_chainId (probe.ts's rpcFacts). */
+  rpcs: readonly (RpcSetting & { chainId: Probed<number> })[];
+  /** Per priced network, the RPC the gateway reads it through (src/chain/rpc-choice.ts); missing: none. */
+  served: Partial<Record<string, RpcSetting>>;
   /** The built-in facilitator's relayer and its ETH balance in wei; undefined for a remote facilitator. */
   relayer?: { address: string; wei?: Probed<bigint> };
   /** Per priced network: the USDC address used, and whether a contract is there (undefined: not checkable, no RPC on that chain). */
@@ -103,7 +107,7 @@ function facilitatorChecks(f: ShopFacts): CheckResult[] {
   const url =
     f.settings.facilitatorUrl === "local"
       ? "the built-in facilitator (FACILITATOR_URL=local)"
-      : f.settings.facilitatorUrl;
+      : displayUrl(f.settings.facilitatorUrl);
   const name = "facilitator";
   if ("error" in f.supported) {
     return [
@@ -136,51 +140,84 @@ function facilitatorChecks(f: ShopFacts): CheckResult[] {
   return [{ name, status: "ok", message: `${url} settles ${f.pricedNetworks.join(", ")}` }];
 }
 
+/** How a check names an RPC: its variable and its URL without what may be a key. */
+const rpcName = (r: RpcSetting) => `${r.variable} ${displayUrl(r.url)}`;
+const chainText = (chainId: number) =>
+  `chain ${chainId} (${networkByChainId(chainId) ?? "not a network cidgate knows"})`;
+
 function rpcChecks(f: ShopFacts): CheckResult[] {
-  const name = "RPC";
   const local = f.settings.facilitatorUrl === "local";
-  if (f.rpcChainId === undefined || f.settings.rpcUrl === undefined) {
+  if (f.rpcs.length === 0) {
     return f.pricedNetworks.length > 0
       ? [
           {
-            name,
+            name: "RPC",
             status: "warn",
             message:
-              "RPC_URL is unset: a settlement whose answer is lost cannot be confirmed on chain (set it to an RPC of the priced network)",
+              "no RPC is set (RPC_URL, RPC_URL_BASE, RPC_URL_BASE_SEPOLIA): a settlement whose answer is lost cannot be confirmed on chain (set RPC_URL to an RPC of the priced network)",
           },
         ]
       : [];
   }
-  if ("error" in f.rpcChainId)
-    return [
-      {
-        name,
-        status: local ? "fail" : "warn",
-        message: `${f.settings.rpcUrl} did not answer eth_chainId: ${f.rpcChainId.error}${local ? "; the built-in facilitator cannot settle" : ""}`,
-      },
-    ];
-  const chainId = f.rpcChainId.value;
+  const results = f.rpcs.map((r) => rpcCheck(f, r, local));
+  // A remote facilitator settles without the gateway's RPC: a network without one only loses the
+  // confirmation of lost answers. The built-in one settles through RPC_URL: its check above says so.
+  if (!local) {
+    for (const network of f.pricedNetworks.filter(known)) {
+      if (f.served[network]) continue;
+      const own = rpcVariableOf(network);
+      results.push({
+        name: `RPC ${network}`,
+        status: "warn",
+        message: `no RPC answers chain ${NETWORKS[network].chainId} (${network}): a settlement whose answer is lost cannot be confirmed on chain; set ${own} to an RPC of ${network}`,
+      });
+    }
+  }
+  return results;
+}
+
+function rpcCheck(f: ShopFacts, r: ShopFacts["rpcs"][number], local: boolean): CheckResult {
+  // The built-in facilitator settles through RPC_URL: there a wrong or silent chain is a failure.
+  const settles = local && r.variable === "RPC_URL";
+  const name = r.variable === "RPC_URL" ? "RPC" : `RPC ${r.network}`;
+  if ("error" in r.chainId)
+    return {
+      name,
+      status: settles ? "fail" : "warn",
+      message: `${rpcName(r)} did not answer eth_chainId: ${r.chainId.error}${settles ? "; the built-in facilitator cannot settle" : ""}`,
+    };
+  const chainId = r.chainId.value;
   const onChain = networkByChainId(chainId);
-  // Every priced network is settled (built-in facilitator) or confirmed (remote one) through this one RPC.
-  const other = f.pricedNetworks.filter((n) => n !== onChain);
-  // A remote facilitator settles without it: a wrong chain there only loses the confirmation of lost answers.
-  if (other.length > 0)
-    return [
-      {
-        name,
-        status: local ? "fail" : "warn",
-        message: `${f.settings.rpcUrl} is chain ${chainId} (${onChain ?? "not a network cidgate knows"}), but ${other.map((n) => `${n} is chain ${known(n) ? NETWORKS[n].chainId : "?"}`).join(" and ")}; point RPC_URL at that chain`,
-      },
-    ];
-  if (local && (onChain === undefined || !f.settings.facilitatorNetworks.some((n) => n === onChain)))
-    return [
-      {
+  if (r.network !== undefined && onChain !== r.network)
+    return {
+      name,
+      status: "warn",
+      message: `${rpcName(r)} is ${chainText(chainId)}, but ${r.network} is chain ${NETWORKS[r.network].chainId}; point ${r.variable} at ${r.network}`,
+    };
+  if (settles) {
+    // Every priced network is settled through this one RPC.
+    const other = f.pricedNetworks.filter((n) => n !== onChain);
+    if (other.length > 0)
+      return {
         name,
         status: "fail",
-        message: `${f.settings.rpcUrl} is chain ${chainId} (${onChain ?? "not a network cidgate knows"}), but FACILITATOR_NETWORKS is ${f.settings.facilitatorNetworks.join(",")}`,
-      },
-    ];
-  return [{ name, status: "ok", message: `${f.settings.rpcUrl} is chain ${chainId} (${onChain ?? "unknown"})` }];
+        message: `${rpcName(r)} is ${chainText(chainId)}, but ${other.map((n) => `${n} is chain ${known(n) ? NETWORKS[n].chainId : "?"}`).join(" and ")}; the built-in facilitator settles through RPC_URL: point it at that chain`,
+      };
+    if (onChain === undefined || !f.settings.facilitatorNetworks.some((n) => n === onChain))
+      return {
+        name,
+        status: "fail",
+        message: `${rpcName(r)} is ${chainText(chainId)}, but FACILITATOR_NETWORKS is ${f.settings.facilitatorNetworks.join(",")}`,
+      };
+  }
+  const serves = Object.entries(f.served)
+    .filter(([, s]) => s?.variable === r.variable)
+    .map(([n]) => n);
+  return {
+    name,
+    status: "ok",
+    message: `${rpcName(r)} is chain ${chainId} (${onChain ?? "unknown"})${serves.length > 0 ? `, reads ${serves.join(", ")}` : ""}`,
+  };
 }
 
 function relayerChecks(f: ShopFacts): CheckResult[] {

@@ -9,7 +9,9 @@ import { dirname, resolve } from "node:path";
 import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { NETWORKS, type NetworkName, networkByChainId, usdcAddress } from "../chain/networks";
+import { configuredRpcs, type RpcSettings, servingRpc } from "../chain/rpc-choice";
 import type { Db } from "../db/client";
+import { displayUrl } from "../display-url";
 import type { Facilitator } from "../facilitator/types";
 import { jwtSecretPath } from "../http/jwt-secret";
 import type { Settings } from "../settings";
@@ -28,7 +30,12 @@ export interface ProbeOptions {
   timeoutMs?: number;
 }
 
-const reason = (e: unknown) => ((e as Error).message ?? String(e)).split("\n")[0].slice(0, 200);
+/** First line of what went wrong; a URL in it (viem names the RPC's) loses what may be a key. */
+const reason = (e: unknown) =>
+  ((e as Error).message ?? String(e))
+    .split("\n")[0]
+    .replace(/\b[a-z][\w+.-]*:\/\/[^\s"'<>]+/gi, (url) => displayUrl(url))
+    .slice(0, 200);
 
 async function probe<T>(call: () => Promise<T> | T, timeoutMs: number): Promise<Probed<T>> {
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -44,19 +51,52 @@ async function probe<T>(call: () => Promise<T> | T, timeoutMs: number): Promise<
   }
 }
 
+/**
+ * Every RPC variable that is set with its chain id (each URL asked once, by
+ * `chainIdOf`), and the one serving each priced network, chosen as the
+ * ledger chooses (src/chain/rpc-choice.ts).
+ */
+export async function rpcFacts(
+  settings: Partial<RpcSettings>,
+  pricedNetworks: readonly string[],
+  chainIdOf: (url: string) => Promise<Probed<number>>,
+): Promise<Pick<ShopFacts, "rpcs" | "served">> {
+  const asked = new Map<string, Promise<Probed<number>>>();
+  const ask = (url: string) => {
+    let p = asked.get(url);
+    if (!p) asked.set(url, (p = chainIdOf(url)));
+    return p;
+  };
+  const rpcs = await Promise.all(configuredRpcs(settings).map(async (r) => ({ ...r, chainId: await ask(r.url) })));
+  const served: ShopFacts["served"] = {};
+  for (const network of pricedNetworks.filter((n): n is NetworkName => Object.hasOwn(NETWORKS, n))) {
+    served[network] = await servingRpc(settings, network, async (url) => {
+      const id = await ask(url);
+      return "value" in id ? id.value : undefined;
+    });
+  }
+  return { rpcs, served };
+}
+
 export async function gatherFacts(o: ProbeOptions): Promise<ShopFacts> {
   const { settings } = o;
   const timeoutMs = o.timeoutMs ?? Math.min(10_000, settings.facilitatorTimeoutMs);
   const priced = o.pricedNetworks;
-  const rpc = settings.rpcUrl
-    ? createPublicClient({ transport: http(settings.rpcUrl, { timeout: timeoutMs, retryCount: 0 }) })
-    : undefined;
+  const clients = new Map<string, ReturnType<typeof createPublicClient>>();
+  const client = (url: string) => {
+    let c = clients.get(url);
+    if (!c) clients.set(url, (c = createPublicClient({ transport: http(url, { timeout: timeoutMs, retryCount: 0 }) })));
+    return c;
+  };
 
-  const [supported, rpcChainId] = await Promise.all([
+  const [supported, { rpcs, served }] = await Promise.all([
     probe(async () => (await o.facilitator.supported()).kinds, timeoutMs),
-    rpc ? probe(() => rpc.getChainId(), timeoutMs) : undefined,
+    rpcFacts(settings, priced, (url) => probe(() => client(url).getChainId(), timeoutMs)),
   ]);
-  const rpcNetwork = rpcChainId && "value" in rpcChainId ? networkByChainId(rpcChainId.value) : undefined;
+  // The built-in facilitator settles through RPC_URL alone: its relayer pays gas there.
+  const main = rpcs.find((r) => r.variable === "RPC_URL");
+  const rpc = main ? client(main.url) : undefined;
+  const rpcNetwork = main && "value" in main.chainId ? networkByChainId(main.chainId.value) : undefined;
 
   let relayer: ShopFacts["relayer"];
   if (settings.facilitatorUrl === "local" && settings.relayerPrivateKey) {
@@ -71,13 +111,13 @@ export async function gatherFacts(o: ProbeOptions): Promise<ShopFacts> {
   for (const network of priced.filter((n): n is NetworkName => Object.hasOwn(NETWORKS, n))) {
     const address = usdcAddress(network, settings);
     const overridden = (network === "base" ? settings.usdcAddressBase : settings.usdcAddressBaseSepolia) !== undefined;
-    const hasCode =
-      rpc && rpcNetwork === network
-        ? await probe(async () => {
-            const code = await rpc.getCode({ address });
-            return code !== undefined && code !== "0x";
-          }, timeoutMs)
-        : undefined;
+    const serving = served[network];
+    const hasCode = serving
+      ? await probe(async () => {
+          const code = await client(serving.url).getCode({ address });
+          return code !== undefined && code !== "0x";
+        }, timeoutMs)
+      : undefined;
     usdc.push({ network, address, overridden, hasCode });
   }
 
@@ -107,7 +147,8 @@ export async function gatherFacts(o: ProbeOptions): Promise<ShopFacts> {
     publicUrlGiven: (o.env.PUBLIC_URL ?? "") !== "",
     pricedNetworks: priced,
     supported,
-    rpcChainId,
+    rpcs,
+    served,
     relayer,
     usdc,
     freeBytes,

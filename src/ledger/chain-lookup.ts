@@ -13,6 +13,7 @@
  */
 import { type AuthorizationFinding, createAuthorizationLookup, type SettlementCheck } from "../chain/authorization";
 import { NETWORKS, type NetworkName } from "../chain/networks";
+import { configuredRpcs, servingRpc } from "../chain/rpc-choice";
 import type { Settings } from "../settings";
 import type { Payment } from "./store";
 
@@ -26,7 +27,7 @@ export interface ChainReaders {
 
 /** Whether any RPC is configured for the gateway: without one, settlements are taken on the facilitator's word. */
 export function hasRpc(settings: Partial<ChainSettings>): boolean {
-  return Boolean(settings.rpcUrl || settings.rpcUrlBase || settings.rpcUrlBaseSepolia);
+  return configuredRpcs(settings).length > 0;
 }
 
 export function chainReaders(settings: ChainSettings): ChainReaders | undefined {
@@ -38,21 +39,12 @@ export function chainReaders(settings: ChainSettings): ChainReaders | undefined 
     if (!c) byUrl.set(url, (c = createAuthorizationLookup({ rpcUrl: url, rpcTimeoutMs })));
     return c;
   };
-  const specific: Partial<Record<NetworkName, string>> = {
-    base: settings.rpcUrlBase,
-    "base-sepolia": settings.rpcUrlBaseSepolia,
-  };
   /** The reader for the row's network, once its chain id is checked (asked once per RPC). */
   async function readerFor(row: Payment) {
     const name = row.network as NetworkName;
-    const network = Object.hasOwn(NETWORKS, name) ? NETWORKS[name] : undefined;
-    if (!network) return undefined;
-    for (const url of [specific[name], settings.rpcUrl]) {
-      if (!url) continue;
-      const c = client(url);
-      if ((await c.chainId()) === network.chainId) return c;
-    }
-    return undefined;
+    if (!Object.hasOwn(NETWORKS, name)) return undefined;
+    const rpc = await servingRpc(settings, name, (url) => client(url).chainId());
+    return rpc && client(rpc.url);
   }
   const query = (row: Payment) => ({
     asset: row.asset as `0x${string}`,

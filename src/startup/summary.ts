@@ -8,6 +8,7 @@
  */
 import type { ListedFile } from "../catalog/listing";
 import { canonicalNetwork, networkByChainId } from "../chain/networks";
+import { displayUrl } from "../display-url";
 import { grid } from "../grid";
 import type { Settings } from "../settings";
 import type { Preflight } from "./preflight";
@@ -26,7 +27,7 @@ export interface SummaryInput {
 const PAY_TO_UNSET = /environment variable (\w+) is not set/;
 
 function facilitatorLine(s: Settings, p: Preflight): string {
-  const who = s.facilitatorUrl === "local" ? "built-in (FACILITATOR_URL=local)" : s.facilitatorUrl;
+  const who = s.facilitatorUrl === "local" ? "built-in (FACILITATOR_URL=local)" : displayUrl(s.facilitatorUrl);
   const supported = p.facts.supported;
   if ("error" in supported) return `${who}, not answering: ${supported.error}`;
   // Kinds come once per x402 version (v1 names, v2 CAIP-2 ids): one name per network.
@@ -39,12 +40,17 @@ function facilitatorLine(s: Settings, p: Preflight): string {
   return `${who}, settles ${networks.join(", ") || "nothing"}${relayer}`;
 }
 
-function rpcLine(s: Settings, p: Preflight): string {
-  if (!s.rpcUrl) return "none (RPC_URL unset)";
-  const id = p.facts.rpcChainId;
-  if (!id) return s.rpcUrl;
-  if ("error" in id) return `${s.rpcUrl}, not answering: ${id.error}`;
-  return `${s.rpcUrl}, chain ${id.value} (${networkByChainId(id.value) ?? "unknown"})`;
+/** Each RPC set, as the checks found it; its URL without what may be a key (the journal keeps this). */
+function rpcLine(p: Preflight): string {
+  if (p.facts.rpcs.length === 0) return "none (RPC_URL, RPC_URL_BASE, RPC_URL_BASE_SEPOLIA unset)";
+  return p.facts.rpcs
+    .map((r) => {
+      const who = `${displayUrl(r.url)}${r.variable === "RPC_URL" ? "" : ` (${r.variable})`}`;
+      const id = r.chainId;
+      if ("error" in id) return `${who}, not answering: ${id.error}`;
+      return `${who}, chain ${id.value} (${networkByChainId(id.value) ?? "unknown"})`;
+    })
+    .join("; ");
 }
 
 function pricingLine(s: Settings, p: Preflight): string {
@@ -92,7 +98,7 @@ export function startupSummary(i: SummaryInput): string {
     grid(
       [
         ["facilitator", facilitatorLine(s, p)],
-        ["RPC", rpcLine(s, p)],
+        ["RPC", rpcLine(p)],
         ["pricing", pricingLine(s, p)],
         ["content", `${s.contentDir}/`],
         ["database", s.db],

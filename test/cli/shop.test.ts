@@ -10,10 +10,13 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Elysia } from "elysia";
 import { generatePrivateKey } from "viem/accounts";
 import { type Devnet, startDevnet } from "../../src/chain/devnet";
 import { cidOfFile } from "../../src/content/cid";
 import { openDb } from "../../src/db/client";
+import { createLocalFacilitator } from "../../src/facilitator/local";
+import { facilitatorModule } from "../../src/facilitator/routes";
 import { alive, waitGone } from "../support/process";
 
 const ROOT = join(import.meta.dir, "../..");
@@ -255,6 +258,74 @@ describe("cidgate doctor", () => {
   }, 30_000);
 });
 
+describe("an RPC per network, its URL carrying a key (RPC_URL_BASE_SEPOLIA alone, a remote facilitator)", () => {
+  /** The real facilitator on the devnet, over HTTP as a remote one is reached. */
+  function serveFacilitator() {
+    const facilitator = createLocalFacilitator({
+      rpcUrl: devnet.rpcUrl,
+      relayerPrivateKey: devnet.relayer.privateKey,
+      settings: { receiptTimeoutSeconds: 30, facilitatorNetworks: ["base-sepolia"] },
+    });
+    const app = new Elysia().use(facilitatorModule(facilitator));
+    return Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: (r) => app.fetch(r) });
+  }
+  /** The devnet's RPC as a provider's URL reads: a key in the userinfo and the query (anvil ignores both). */
+  const keyed = () => `${devnet.rpcUrl.replace("http://", "http://shop:KEY-IN-USERINFO@")}/?apikey=KEY-IN-QUERY`;
+  const env = (name: string, facilitator: string) => {
+    const e: Record<string, string> = shopEnv(name, { FACILITATOR_URL: facilitator, RPC_URL_BASE_SEPOLIA: keyed() });
+    delete e.RPC_URL;
+    delete e.RELAYER_PRIVATE_KEY;
+    return e;
+  };
+
+  test("doctor checks that RPC's chain id, warns of no missing RPC, and prints no key", async () => {
+    const server = serveFacilitator();
+    try {
+      // Not spawnSync: the facilitator answers from this process's event loop.
+      const p = Bun.spawn([process.execPath, MAIN, "doctor"], {
+        cwd: dir,
+        env: env("doctor-per-network", `http://127.0.0.1:${server.port}`),
+        stdout: "pipe",
+        stderr: "pipe",
+      });
+      const text = (await new Response(p.stdout).text()) + (await new Response(p.stderr).text());
+      expect(await p.exited).toBe(0);
+      expect(text).toMatch(/RPC_URL_BASE_SEPOLIA +http:\/\/…@127\.0\.0\.1:\d+\/…/);
+      expect(text).toMatch(
+        /ok +RPC base-sepolia +RPC_URL_BASE_SEPOLIA http:\/\/…@127\.0\.0\.1:\d+\/… is chain 84532 \(base-sepolia\), reads base-sepolia/,
+      );
+      expect(text).toMatch(
+        /ok +USDC base-sepolia +0x[0-9a-fA-F]{40} \(USDC_ADDRESS_BASE_SEPOLIA\), a contract on chain/,
+      );
+      expect(text).not.toMatch(/WARN +RPC/);
+      expect(text).not.toContain("KEY-IN-");
+    } finally {
+      server.stop(true);
+    }
+  }, 30_000);
+
+  test("the start-up summary names that RPC and its chain, and neither it nor the log prints the key", async () => {
+    const server = serveFacilitator();
+    const shop = start([process.execPath, INDEX], env("summary-per-network", `http://127.0.0.1:${server.port}`));
+    try {
+      await shop.until(/make a management token/);
+      expect(shop.out).toMatch(
+        /RPC +http:\/\/…@127\.0\.0\.1:\d+\/… \(RPC_URL_BASE_SEPOLIA\), chain 84532 \(base-sepolia\)/,
+      );
+      expect(shop.out).toContain("0 warning(s)");
+      shop.p.kill("SIGTERM");
+      await shop.p.exited;
+      shop.drain();
+      const all = shop.out + (await new Response(shop.p.stderr).text());
+      expect(all).not.toContain("KEY-IN-");
+    } finally {
+      shop.p.kill("SIGTERM");
+      await shop.p.exited;
+      server.stop(true);
+    }
+  }, 60_000);
+});
+
 describe("start-up", () => {
   test("HOST=0.0.0.0 without PUBLIC_URL: refused before listening, one clear line", () => {
     const p = Bun.spawnSync([process.execPath, INDEX], { cwd: dir, env: shopEnv("bind", { HOST: "0.0.0.0" }) });
@@ -297,7 +368,7 @@ describe("start-up", () => {
     const p = Bun.spawnSync([process.execPath, INDEX], { cwd: dir, env: shopEnv("chain-down", { RPC_URL: rpc }) });
     expect(p.exitCode).toBe(2);
     expect(p.stdout.toString()).not.toContain("listening");
-    expect(p.stderr.toString()).toContain(`refusing to start: RPC: ${rpc} did not answer eth_chainId`);
+    expect(p.stderr.toString()).toContain(`refusing to start: RPC: RPC_URL ${rpc} did not answer eth_chainId`);
   }, 30_000);
 
   test("the summary: what is for sale with URLs; or, without PAY_TO, why not and the command that fixes it", async () => {

@@ -5,7 +5,8 @@
  * test/cli/shop.test.ts.
  */
 import { describe, expect, test } from "bun:test";
-import { type CheckResult, decide, LOW_GAS_WEI, type ShopFacts } from "../../src/doctor/checks";
+import { type CheckResult, decide, LOW_GAS_WEI, type Probed, type ShopFacts } from "../../src/doctor/checks";
+import { rpcFacts } from "../../src/doctor/probe";
 import { loadSettings } from "../../src/settings";
 
 function facts(env: Record<string, string> = {}, over: Partial<ShopFacts> = {}): ShopFacts {
@@ -16,8 +17,21 @@ function facts(env: Record<string, string> = {}, over: Partial<ShopFacts> = {}):
     supported: { value: [{ scheme: "exact", network: "base-sepolia" }] },
     usdc: [],
     files: [],
+    rpcs: [],
+    served: {},
     ...over,
   };
+}
+
+/** Facts whose RPCs answer `chainIds` (by URL), each network's RPC chosen as the ledger chooses it. */
+async function withRpcs(
+  env: Record<string, string>,
+  chainIds: Record<string, Probed<number>>,
+  over: Partial<ShopFacts> = {},
+): Promise<ShopFacts> {
+  const base = facts(env, over);
+  const asked = await rpcFacts(base.settings, base.pricedNetworks, async (url) => chainIds[url]);
+  return { ...base, ...asked };
 }
 
 const LOCAL = {
@@ -102,36 +116,103 @@ describe("facilitator", () => {
 });
 
 describe("RPC", () => {
-  test("chain id of the priced network passes; another chain fails naming both ids", () => {
-    expect(named(decide(facts(LOCAL, { rpcChainId: { value: 84532 } })), "RPC").status).toBe("ok");
-    const r = named(decide(facts(LOCAL, { rpcChainId: { value: 8453 } })), "RPC");
+  const RPC = LOCAL.RPC_URL;
+  test("chain id of the priced network passes; another chain fails naming both ids", async () => {
+    expect(named(decide(await withRpcs(LOCAL, { [RPC]: { value: 84532 } })), "RPC").status).toBe("ok");
+    const r = named(decide(await withRpcs(LOCAL, { [RPC]: { value: 8453 } })), "RPC");
     expect(r.status).toBe("fail");
     expect(r.message).toContain("chain 8453 (base)");
     expect(r.message).toContain("base-sepolia is chain 84532");
-    // With a remote facilitator the RPC only confirms lost answers: a warning.
-    const remote = facts({ RPC_URL: "http://127.0.0.1:8545" }, { rpcChainId: { value: 8453 } });
-    expect(named(decide(remote), "RPC").status).toBe("warn");
+    // With a remote facilitator the RPC only confirms lost answers: a warning, naming the variable to set.
+    const remote = decide(await withRpcs({ RPC_URL: RPC }, { [RPC]: { value: 8453 } }));
+    expect(named(remote, "RPC base-sepolia").status).toBe("warn");
+    expect(named(remote, "RPC base-sepolia").message).toContain("set RPC_URL_BASE_SEPOLIA");
   });
 
-  test("the built-in facilitator: the RPC's chain must be one of FACILITATOR_NETWORKS, priced or not", () => {
-    const nothing = { pricedNetworks: [], rpcChainId: { value: 8453 } };
-    const r = named(decide(facts(LOCAL, nothing)), "RPC");
+  test("the built-in facilitator: the RPC's chain must be one of FACILITATOR_NETWORKS, priced or not", async () => {
+    const r = named(decide(await withRpcs(LOCAL, { [RPC]: { value: 8453 } }, { pricedNetworks: [] })), "RPC");
     expect(r.status).toBe("fail");
     expect(r.message).toContain("FACILITATOR_NETWORKS is base-sepolia");
     const both = { ...LOCAL, FACILITATOR_NETWORKS: "base,base-sepolia" };
-    const mainnet = { pricedNetworks: ["base"], rpcChainId: { value: 8453 } };
-    expect(named(decide(facts(both, mainnet)), "RPC").status).toBe("ok");
+    const mainnet = await withRpcs(both, { [RPC]: { value: 8453 } }, { pricedNetworks: ["base"] });
+    expect(named(decide(mainnet), "RPC").status).toBe("ok");
   });
 
-  test("unanswered: a failure for the built-in facilitator, a warning for a remote one", () => {
-    expect(named(decide(facts(LOCAL, { rpcChainId: { error: "timeout" } })), "RPC").status).toBe("fail");
-    const remote = facts({ RPC_URL: "http://127.0.0.1:8545" }, { rpcChainId: { error: "timeout" } });
+  test("unanswered: a failure for the built-in facilitator, a warning for a remote one", async () => {
+    expect(named(decide(await withRpcs(LOCAL, { [RPC]: { error: "timeout" } })), "RPC").status).toBe("fail");
+    const remote = await withRpcs({ RPC_URL: RPC }, { [RPC]: { error: "timeout" } });
     expect(named(decide(remote), "RPC").status).toBe("warn");
   });
 
-  test("unset with something priced: a warning (lost answers cannot be confirmed)", () => {
+  test("none set with something priced: a warning (lost answers cannot be confirmed)", () => {
     expect(named(decide(facts()), "RPC").status).toBe("warn");
     expect(decide(facts({}, { pricedNetworks: [] })).some((r) => r.name === "RPC")).toBe(false);
+  });
+
+  test("RPC_URL_BASE_SEPOLIA alone serves base-sepolia: no warning, and its chain id is checked", async () => {
+    const sepolia = "https://base-sepolia.example/v2/k";
+    const env = { RPC_URL_BASE_SEPOLIA: sepolia };
+    const good = decide(await withRpcs(env, { [sepolia]: { value: 84532 } }));
+    expect(good.filter((c) => c.status !== "ok")).toEqual([]);
+    expect(named(good, "RPC base-sepolia").message).toContain("is chain 84532 (base-sepolia), reads base-sepolia");
+    const wrong = named(decide(await withRpcs(env, { [sepolia]: { value: 8453 } })), "RPC base-sepolia");
+    expect(wrong.status).toBe("warn");
+    expect(wrong.message).toContain("point RPC_URL_BASE_SEPOLIA at base-sepolia");
+  });
+
+  test("the documented pair, RPC_URL on base and RPC_URL_BASE_SEPOLIA: each network served, no advice to move RPC_URL", async () => {
+    const sepolia = "https://sepolia.example/rpc";
+    const env = { RPC_URL: RPC, RPC_URL_BASE_SEPOLIA: sepolia };
+    const both = await withRpcs(
+      env,
+      { [RPC]: { value: 8453 }, [sepolia]: { value: 84532 } },
+      {
+        pricedNetworks: ["base", "base-sepolia"],
+        supported: {
+          value: [
+            { scheme: "exact", network: "base" },
+            { scheme: "exact", network: "base-sepolia" },
+          ],
+        },
+        publicUrlGiven: true,
+      },
+    );
+    expect(both.served).toEqual({
+      base: { variable: "RPC_URL", url: RPC },
+      "base-sepolia": { variable: "RPC_URL_BASE_SEPOLIA", url: sepolia, network: "base-sepolia" },
+    });
+    const rpcResults = decide(both).filter((c) => c.name.startsWith("RPC"));
+    expect(rpcResults.map((c) => c.status)).toEqual(["ok", "ok"]);
+    expect(JSON.stringify(rpcResults)).not.toContain("point RPC_URL");
+  });
+
+  test("a wrong-chain RPC_URL_BASE is named, and the network falls back to RPC_URL when that is on it", async () => {
+    const mainnet = "https://mainnet.example/rpc";
+    const env = { RPC_URL: RPC, RPC_URL_BASE: mainnet };
+    const f = await withRpcs(
+      env,
+      { [RPC]: { value: 8453 }, [mainnet]: { value: 84532 } },
+      { pricedNetworks: ["base"] },
+    );
+    expect(f.served.base?.variable).toBe("RPC_URL");
+    const r = named(decide(f), "RPC base");
+    expect(r.status).toBe("warn");
+    expect(r.message).toContain("is chain 84532 (base-sepolia), but base is chain 8453");
+  });
+
+  test("a URL with a key in its path, query or userinfo: the key is in no check's message", async () => {
+    const keyed = "https://user:pw@rpc.example:8443/v2/SEKRIT?apikey=SEKRIT";
+    for (const chainId of [{ value: 84532 }, { value: 8453 }, { error: "timeout" }] as Probed<number>[]) {
+      const envs: Record<string, string>[] = [{ RPC_URL_BASE_SEPOLIA: keyed }, { ...LOCAL, RPC_URL: keyed }];
+      for (const env of envs) {
+        const text = JSON.stringify(decide(await withRpcs(env, { [keyed]: chainId })));
+        expect(text).toContain("https://…@rpc.example:8443/…");
+        expect(text).not.toContain("SEKRIT");
+        expect(text).not.toContain("pw@");
+      }
+    }
+    const remote = facts({ FACILITATOR_URL: "https://facilitator.example/k/SEKRIT" }, { supported: { error: "x" } });
+    expect(JSON.stringify(decide(remote))).not.toContain("SEKRIT");
   });
 });
 
