@@ -1,5 +1,5 @@
 /**
- * What the chaos cases of branch i10b share: a whole cidgate on a fresh devnet
+ * What the chaos cases of issue 10, items 4–9, share: a whole cidgate on a fresh devnet
  * (test/e2e/stack.ts, nothing mocked), a seeded random source so a failing
  * run can be replayed (CHAOS_SEED), and a digest of every table so a case can
  * say "nothing changed" without trusting the answers.
