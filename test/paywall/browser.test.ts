@@ -81,7 +81,7 @@ describe.skipIf(!run)("a person buys a file in the browser", () => {
     stack = await createTestStack({
       files: { "field-notes.bin": ESSAY },
       amount: String(PRICE),
-      buyers: 6,
+      buyers: 7,
       config: {
         "site.yaml": "site:\n  name: Ada's field notes\n  logo: brand/logo.svg\nstorefront:\n  list: true\n",
       },
@@ -362,4 +362,35 @@ describe.skipIf(!run)("a person buys a file in the browser", () => {
     await page.locator("#pay").waitFor();
     await page.close();
   }, 60_000);
+
+  // Last: it rewrites the file on disk.
+  test("the file rewritten while the payment settles: 'your purchase stands', charged once, never 'nothing was charged'", async () => {
+    await browser.context.clearCookies();
+    const buyer = stack.devnet.buyers[6]!;
+    const sellerBefore = await stack.balanceOf(stack.devnet.seller.address);
+    const { page } = await openOffer({ viewport: MOBILE, key: buyer.privateKey });
+    let release: () => void = () => {};
+    faults.hold = new Promise((r) => {
+      release = r;
+    });
+    await page.click("#pay");
+    await page.locator("#status strong", { hasText: "Settling on chain" }).waitFor();
+    // The creator saves new bytes over the file, in place, while this payment settles.
+    const path = join(stack.settings.contentDir, "field-notes.bin");
+    writeFileSync(
+      path,
+      ESSAY.map((b) => b ^ 0xff),
+    );
+    release();
+    faults.hold = undefined;
+    await page.locator("#status strong", { hasText: "Paid, but the file is being updated" }).waitFor();
+    const text = await status(page).textContent();
+    expect(text).toContain("Your purchase stands");
+    expect(text).not.toContain("Nothing was charged");
+    expect(await page.locator("#pay").isVisible()).toBe(false);
+    expect(await page.locator("#signin").isVisible()).toBe(true);
+    await shoot(page, "file-changed-mobile");
+    expect(await stack.balanceOf(stack.devnet.seller.address)).toBe(sellerBefore + PRICE);
+    await page.close();
+  }, 120_000);
 });

@@ -337,6 +337,7 @@ async function settle(payment: NonNullable<typeof pending>): Promise<void> {
   steps(undefined);
   if (failure.reason === "file_changed") {
     pending = undefined;
+    payButton.hidden = true; // paid already: signing in is the way back, never a second payment
     throw new Stop(
       "Paid, but the file is being updated",
       "Your purchase stands: the seller changed this file while your payment settled. Come back in a minute and use Sign in with wallet to download it without paying again.",
