@@ -3,7 +3,7 @@
  * 15 seconds, each bounded by 3 seconds, never on a buyer's path. The answer
  * names no URL (an RPC URL may carry an API key).
  */
-import { networkByChainId } from "../chain/networks";
+import { canonicalNetwork, networkByChainId } from "../chain/networks";
 import { configuredRpcs, type RpcSettings } from "../chain/rpc-choice";
 import type { Facilitator } from "../facilitator/types";
 import type { Settings } from "../settings";
@@ -62,7 +62,8 @@ export function createHealth(deps: {
   const check = async () => {
     const facilitator = timed(async () => {
       const s = await deps.facilitator.supported();
-      const kinds = s.kinds?.map((k) => String(k.network)) ?? [];
+      // v1 and v2 kinds name one network twice ("base-sepolia", "eip155:84532"): one name each.
+      const kinds = s.kinds?.map((k) => canonicalNetwork(String(k.network)) ?? String(k.network)) ?? [];
       return `${deps.settings.facilitatorUrl === "local" ? "built-in" : "remote"}; networks: ${[...new Set(kinds)].join(", ") || "none"}`;
     });
     // Every RPC the gateway reads (src/chain/rpc-choice.ts), named by its variable; down when one is

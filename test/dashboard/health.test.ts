@@ -38,6 +38,12 @@ describe("dashboard RPC health", () => {
     expect(rpc.detail).toBe(`RPC_URL_BASE is chain ${devnet.chainId}, not base`);
   });
 
+  test("the facilitator's networks are named once each (v1 and v2 kinds name the same network two ways)", async () => {
+    const { facilitator } = await health({}).read();
+    expect(facilitator.state).toBe("ok");
+    expect(facilitator.detail).toBe("built-in; networks: base-sepolia");
+  });
+
   test("none set: not configured", async () => {
     expect((await health({}).read()).rpc.state).toBe("not_configured");
   });
