@@ -13,11 +13,12 @@
  * elsewhere (FACILITATOR_URL, RPC_URL, PUBLIC_URL, HOST, the database) are
  * overridden for this process only.
  */
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { basename, join } from "node:path";
 import pkg from "../../package.json";
 import { loadSettingsOrReport } from "../settings";
 import { defineCommand, UsageError } from "./command";
+import { writeDevnetFile } from "./devnet-file";
 import { tokenCreateCommand } from "./token-hint";
 
 /** Whether a process is there (signal 0 only asks). */
@@ -125,20 +126,7 @@ export const command = defineCommand({
       return 1;
     }
 
-    const description = {
-      rpcUrl: devnet.rpcUrl,
-      chainId: devnet.chainId,
-      network: "base-sepolia",
-      token: devnet.token,
-      buyers: devnet.buyers,
-      seller: { address: devnet.seller.address },
-      shop: running.publicUrl,
-      /** anvil's process id, for scripts that check it is gone. */
-      pid: devnet.pid,
-    };
-    // Written whole then renamed: a script polling for the file never reads half of it.
-    writeFileSync(`${out}.tmp`, `${JSON.stringify(description, null, 2)}\n`, { mode: 0o600 });
-    renameSync(`${out}.tmp`, out);
+    writeDevnetFile(out, devnet, { shop: running.publicUrl });
 
     const forSale = forSaleIn(running.db);
     console.log(

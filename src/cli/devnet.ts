@@ -5,11 +5,10 @@
  * writes it as JSON (default data/devnet.json). Ctrl-C stops anvil and removes
  * the file, which describes a chain that no longer exists.
  */
-import { renameSync, rmSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
+import { rmSync } from "node:fs";
 import { startDevnet } from "../chain/devnet";
-import { ensurePrivateDir } from "../private-files";
 import { defineCommand, UsageError } from "./command";
+import { writeDevnetFile } from "./devnet-file";
 
 function wholeNumber(raw: string | undefined, name: string, fallback: number, max: number): number {
   if (raw === undefined) return fallback;
@@ -46,23 +45,7 @@ export const command = defineCommand({
       return 1;
     }
 
-    const description = {
-      rpcUrl: devnet.rpcUrl,
-      chainId: devnet.chainId,
-      network: "base-sepolia",
-      token: devnet.token,
-      buyers: devnet.buyers,
-      relayer: devnet.relayer,
-      seller: { address: devnet.seller.address },
-      /** anvil's process id, for scripts that check it is gone. */
-      pid: devnet.pid,
-    };
-    // It holds private keys: the folder 0700, the file 0600 (a leftover temp file is replaced, not reused).
-    ensurePrivateDir(dirname(out) || ".", "the devnet file's folder");
-    rmSync(`${out}.tmp`, { force: true });
-    // Written whole then renamed: a script polling for the file never reads half of it.
-    writeFileSync(`${out}.tmp`, `${JSON.stringify(description, null, 2)}\n`, { mode: 0o600, flag: "wx" });
-    renameSync(`${out}.tmp`, out);
+    writeDevnetFile(out, devnet, { relayer: devnet.relayer });
 
     console.log(`devnet: anvil on ${devnet.rpcUrl}, chain id ${devnet.chainId} (base-sepolia)`);
     console.log(`token:  USDC (EIP-3009, 6 decimals) at ${devnet.token}`);

@@ -6,36 +6,15 @@
  * A running server sees the rows at once: it asks the table on every use.
  */
 import { canonicalCid } from "../content/cid";
-import { openDb } from "../db/client";
 import { checkGrantTarget } from "../entitlements/grant-target";
 import { parseAccessPolicy } from "../entitlements/policy";
 import { type Entitlement, isActive } from "../entitlements/store";
 import { grid } from "../grid";
-import { ApiError } from "../http/errors";
-import { loadSettingsOrReport } from "../settings";
-import { createStores, type Stores } from "../stores";
 import { defineCommand, defineGroup, UsageError } from "./command";
-import { missingDatabase } from "./existing-db";
+import { withStores } from "./with-stores";
 
 const nowSeconds = () => Math.floor(Date.now() / 1000);
 const ADDRESS = /^0[xX][0-9a-fA-F]{40}$/;
-
-/** Opens the database of CIDGATE_DB, runs `body` on its stores, closes it; an ApiError is one line, exit 1. */
-function withStores(who: string, body: (stores: Stores) => number): number {
-  const settings = loadSettingsOrReport(who);
-  if (!settings) return 2;
-  if (missingDatabase(who, settings.db)) return 1;
-  const db = openDb(settings.db);
-  try {
-    return body(createStores(db, settings));
-  } catch (e) {
-    if (!(e instanceof ApiError)) throw e;
-    console.error(`${who}: ${e.message}`);
-    return 1;
-  } finally {
-    db.sqlite.close();
-  }
-}
 
 function state(e: Entitlement, now: number): string {
   if (e.revokedAt) return `revoked ${e.revokedAt}`;

@@ -7,8 +7,8 @@
  */
 import { userInfo } from "node:os";
 import type { ResolveAction } from "../ledger/resolve";
-import { loadSettingsOrReport } from "../settings";
 import { defineCommand, UsageError } from "./command";
+import { withStores } from "./with-stores";
 
 function osUser(): string {
   try {
@@ -44,29 +44,14 @@ export const resolve = defineCommand({
     if (values.settle !== undefined && !/^0x[0-9a-fA-F]{64}$/.test(values.settle))
       throw new UsageError(`--settle ${JSON.stringify(values.settle)} is not a 0x-prefixed 32-byte hex hash`);
     const action: ResolveAction = values.settle !== undefined ? "settle" : values.release ? "release" : "check";
-    const settings = loadSettingsOrReport(who);
-    if (!settings) return 2;
     // Loaded when run: `cidgate --help` loads every command's file.
-    const [
-      { default: pino },
-      { openDb },
-      { ApiError },
-      { createLogger },
-      { resolvePayment },
-      { resolveDeps },
-      { createStores },
-    ] = await Promise.all([
+    const [{ default: pino }, { createLogger }, { resolvePayment }, { resolveDeps }] = await Promise.all([
       import("pino"),
-      import("../db/client"),
-      import("../http/errors"),
       import("../http/logging"),
       import("../ledger/resolve"),
       import("../ledger/resolve-deps"),
-      import("../stores"),
     ]);
-    const db = openDb(settings.db);
-    try {
-      const stores = createStores(db, settings);
+    return withStores(who, async (stores, { db, settings }) => {
       // The command's one line is its answer on stdout: the ledger's log lines go to stderr.
       const deps = resolveDeps(db, stores, settings, createLogger(settings.logLevel, pino.destination(2)));
       const { payment, resolution } = await resolvePayment(deps, {
@@ -79,12 +64,6 @@ export const resolve = defineCommand({
       const tx = payment.txHash ? ` by ${payment.txHash}` : "";
       console.log(`payment ${payment.id}: ${payment.state}${tx} (on the ${resolution.basis}'s word)`);
       return 0;
-    } catch (e) {
-      if (!(e instanceof ApiError)) throw e;
-      console.error(`${who}: ${e.message}`);
-      return 1;
-    } finally {
-      db.sqlite.close();
-    }
+    });
   },
 });

@@ -93,3 +93,30 @@ export const EntitlementListResponse = T.Object({
     next_page_token: NextPageToken,
   }),
 });
+
+/** An entitlement's fields as every answer and webhook spells them (the API adds id, note and active). */
+export function entitlementFields<
+  E extends {
+    payer: string;
+    scope: string;
+    cid: string | null;
+    instructionId: string;
+    source: string;
+    paymentId: number | null;
+    grantedAt: string;
+    expiresAt: number | null;
+    revokedAt: string | null;
+  },
+>(e: E) {
+  return {
+    payer: e.payer,
+    scope: e.scope as E["scope"],
+    cid: e.cid,
+    payment_instruction_id: e.instructionId,
+    source: e.source as E["source"],
+    payment_id: e.paymentId,
+    granted_at: e.grantedAt,
+    expires_at: e.expiresAt === null ? null : new Date(e.expiresAt * 1000).toISOString(),
+    revoked_at: e.revokedAt,
+  };
+}

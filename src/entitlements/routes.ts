@@ -18,6 +18,7 @@ import {
   EntitlementListResponse,
   type EntitlementRecord,
   EntitlementResponse,
+  entitlementFields,
   GrantEntitlementBody,
   ListEntitlementsQuery,
 } from "./model";
@@ -26,20 +27,7 @@ import { type Entitlement, type EntitlementStore, isActive } from "./store";
 export const ENTITLEMENTS_PREFIX = "/v3/x402/entitlements";
 
 export function toWire(e: Entitlement, nowSeconds: number): EntitlementRecord {
-  return {
-    id: e.id,
-    payer: e.payer,
-    scope: e.scope,
-    cid: e.cid,
-    payment_instruction_id: e.instructionId,
-    source: e.source,
-    payment_id: e.paymentId,
-    granted_at: e.grantedAt,
-    expires_at: e.expiresAt === null ? null : new Date(e.expiresAt * 1000).toISOString(),
-    revoked_at: e.revokedAt,
-    note: e.note,
-    active: isActive(e, nowSeconds),
-  };
+  return { id: e.id, ...entitlementFields(e), note: e.note, active: isActive(e, nowSeconds) };
 }
 
 /** Opaque keyset token: the last row id of the page, tagged so other lists' tokens fail cleanly. */

@@ -7,6 +7,7 @@
  * a receiver that stores it answers a repeat delivery without acting twice.
  * Bodies carry no secrets and no payment proofs (no signature, no nonce).
  */
+import { entitlementFields } from "../entitlements/model";
 
 export const EVENT_TYPES = [
   "payment.settled",
@@ -73,15 +74,4 @@ export interface EntitlementFacts {
   revokedAt: string | null;
 }
 
-export const entitlementData = (e: EntitlementFacts) => ({
-  entitlement_id: e.id,
-  payer: e.payer,
-  scope: e.scope,
-  cid: e.cid,
-  payment_instruction_id: e.instructionId,
-  source: e.source,
-  payment_id: e.paymentId,
-  granted_at: e.grantedAt,
-  expires_at: e.expiresAt === null ? null : new Date(e.expiresAt * 1000).toISOString(),
-  revoked_at: e.revokedAt,
-});
+export const entitlementData = (e: EntitlementFacts) => ({ entitlement_id: e.id, ...entitlementFields(e) });
