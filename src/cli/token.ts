@@ -8,37 +8,13 @@
  *   TOKEN=$(npx cidgate token create --scope read)
  */
 
-import { openDb } from "../db/client";
 import { parseTtl } from "../duration";
 import { grid } from "../grid";
 import { jwtSecretPath, resolveJwtSecret } from "../http/jwt-secret";
 import { parseScopes } from "../http/token";
-import { loadSettingsOrReport, type Settings } from "../settings";
 import { DEFAULT_TOKEN_TTL, issueToken, MAX_TOKEN_TTL_SECONDS, revokeToken, tokenStatus } from "../tokens/issue";
-import { createTokenStore, type TokenStore } from "../tokens/store";
 import { defineCommand, defineGroup, UsageError } from "./command";
-import { missingDatabase } from "./existing-db";
-
-/**
- * Opens CIDGATE_DB's token store for `body`, then closes it. Only `create` may
- * make the database (a token made before the server's first start); `list` and
- * `revoke` read one that is there, so a mistyped path is an error, not a new file.
- */
-async function withTokens(
-  who: string,
-  body: (tokens: TokenStore, settings: Settings) => Promise<number>,
-  { create = false } = {},
-) {
-  const settings = loadSettingsOrReport(who);
-  if (!settings) return 2;
-  if (!create && missingDatabase(who, settings.db)) return 1;
-  const db = openDb(settings.db);
-  try {
-    return await body(createTokenStore(db), settings);
-  } finally {
-    db.sqlite.close();
-  }
-}
+import { withStores } from "./with-stores";
 
 const create = defineCommand({
   name: "token create",
@@ -74,9 +50,9 @@ const create = defineCommand({
     const label = values.label?.trim();
     if (label !== undefined && label.length > 200) throw new UsageError("--label is at most 200 characters");
 
-    return withTokens(
+    return withStores(
       who,
-      async (tokens, settings) => {
+      async ({ tokens }, { settings }) => {
         const secret = resolveJwtSecret(settings);
         const { token, record } = await issueToken(secret, tokens, { scopes, ttlSeconds, label });
         const from = settings.jwtSecret !== undefined ? "JWT_SECRET" : jwtSecretPath(settings);
@@ -96,7 +72,7 @@ const list = defineCommand({
     "The tokens made by `token create` (never the tokens themselves). Tokens made before ids were recorded " +
     "are not listed until revoked; `token revoke <token>` revokes one.",
   async run({ who }) {
-    return withTokens(who, async (tokens) => {
+    return withStores(who, async ({ tokens }) => {
       const rows = tokens.list();
       if (rows.length === 0) {
         console.log("no tokens recorded (npx cidgate token create makes one)");
@@ -124,7 +100,7 @@ const revoke = defineCommand({
   arguments: [{ name: "id", description: "an id from token list, or a whole token made before ids were recorded" }],
   notes: "A running server refuses the token from its next request on. Revoking twice is not an error.",
   async run({ positionals: [idOrToken], who }) {
-    return withTokens(who, async (tokens, settings) => {
+    return withStores(who, async ({ tokens }, { settings }) => {
       const revoked = await revokeToken(resolveJwtSecret(settings), tokens, idOrToken);
       if (!revoked) {
         console.error(
