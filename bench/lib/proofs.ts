@@ -11,6 +11,7 @@ import { getAddress, type Hex, hashMessage, keccak256 } from "viem";
 import { type PrivateKeyAccount, privateKeyToAccount } from "viem/accounts";
 import { createSiweMessage } from "viem/siwe";
 import type { SiwxInfo } from "../../src/x402/extensions";
+import { authorizationFields } from "../../test/support/authorization";
 
 export interface Offer {
   /** v1 requirement (body of the 402). */
@@ -53,16 +54,7 @@ export async function offerOf(response: Response): Promise<Offer> {
   };
 }
 
-const TYPES = {
-  TransferWithAuthorization: [
-    { name: "from", type: "address" },
-    { name: "to", type: "address" },
-    { name: "value", type: "uint256" },
-    { name: "validAfter", type: "uint256" },
-    { name: "validBefore", type: "uint256" },
-    { name: "nonce", type: "bytes32" },
-  ],
-} as const;
+const TYPES = { TransferWithAuthorization: authorizationFields } as const;
 
 export const randomNonce = (): Hex => `0x${Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("hex")}`;
 
