@@ -57,7 +57,7 @@ try {
   });
   stores.instructions.attachCid(instruction.id, cid);
 
-  const catalog = createCatalog(db, stores, settings);
+  const catalog = createCatalog(stores, settings);
   const unused = () => {
     throw new Error("unused");
   };

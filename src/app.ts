@@ -74,7 +74,8 @@ export function composeApp(deps: AppDeps) {
   const stats = createStats(deps.db, {
     instructionName: (id) => {
       try {
-        return stores.instructions.get(id).name;
+        const instruction = stores.instructions.get(id);
+        return instruction instanceof Promise ? undefined : instruction.name;
       } catch {
         return undefined; // deleted since it sold
       }
@@ -84,7 +85,7 @@ export function composeApp(deps: AppDeps) {
   const chain = chainReaders(settings);
   // What settling and resolving from the chain share: stores, the one-transaction write, log, bounds, the RPC,
   // the webhook events queued in the settle transaction.
-  const reconcileDeps = resolveDeps(deps.db, stores, settings, deps.log, chain?.lookup);
+  const reconcileDeps = resolveDeps(stores, settings, deps.log, chain?.lookup);
   // The chain decides (ledger/chain-check.ts): confirm remote settlements, resolve unconfirmed ones.
   const settler = createLedgerSettler({
     ...reconcileDeps,
@@ -93,7 +94,7 @@ export function composeApp(deps: AppDeps) {
   });
   // Pending rows resolved from the chain: in the background (server.ts starts it) and by operators.
   const reconciler = createReconciler({ ...reconcileDeps, intervalSeconds: settings.reconcileSeconds });
-  const catalog = createCatalog(deps.db, stores, { ...settings, publicUrl });
+  const catalog = createCatalog(stores, { ...settings, publicUrl });
   const purchase = observePurchase(
     createPurchase({
       catalog,
@@ -144,7 +145,7 @@ export function composeApp(deps: AppDeps) {
     .use(dashboardModule({ ...stores, pricing: deps.pricing, facilitator: deps.facilitator, settings, jwtSecret }))
     .use(
       healthModule({
-        db: deps.db,
+        database: stores,
         facilitator: deps.facilitator,
         pricing: deps.pricing,
         timeoutMs: settings.facilitatorTimeoutMs,

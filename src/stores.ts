@@ -6,17 +6,23 @@
  * other's writes (same-connection commits do not move `data_version`).
  */
 import { type ContentStore, createContentStore } from "./content/store";
-import { type CatalogChanges, createCatalogChanges } from "./db/changes";
+import { type CatalogChanges, createCatalogChanges, sqliteDataVersion } from "./db/changes";
+import type { MaybePromise } from "./db/awaitable";
 import type { Db } from "./db/client";
-import { createSiwxNonceStore, type SiwxNonceStore } from "./entitlements/siwx-nonces";
-import { createEntitlementStore, type EntitlementStore } from "./entitlements/store";
-import { createInstructionStore, type InstructionStore } from "./instructions/store";
-import { createPaymentIdentifierStore, type PaymentIdentifierStore } from "./ledger/payment-identifiers";
-import { createPaymentStore, type PaymentStore } from "./ledger/store";
+import { createSiwxNonceStore, type SiwxNonceStore, type SqliteSiwxNonceStore } from "./entitlements/siwx-nonces";
+import { createEntitlementStore, type EntitlementStore, type SqliteEntitlementStore } from "./entitlements/store";
+import { createInstructionStore, type InstructionStore, type SqliteInstructionStore } from "./instructions/store";
+import {
+  createPaymentIdentifierStore,
+  type PaymentIdentifierStore,
+  type SqlitePaymentIdentifierStore,
+} from "./ledger/payment-identifiers";
+import { createResolutionStore, type ResolutionStore, type SqliteResolutionStore } from "./ledger/resolutions";
+import { createPaymentStore, type PaymentStore, type SqlitePaymentStore } from "./ledger/store";
 import { entitlementEvents } from "./notifications/hooks";
-import { createNotificationStore, type NotificationStore } from "./notifications/store";
+import { createNotificationStore, type NotificationStore, type SqliteNotificationStore } from "./notifications/store";
 import type { Settings } from "./settings";
-import { createTokenStore, type TokenStore } from "./tokens/store";
+import { createTokenStore, type SqliteTokenStore, type TokenStore } from "./tokens/store";
 
 export interface Stores {
   changes: CatalogChanges;
@@ -34,10 +40,32 @@ export interface Stores {
   tokens: TokenStore;
   /** Webhooks and their outbox: events are queued here in the writes they report, sent by the dispatcher. */
   notifications: NotificationStore;
+  /** Operators' resolutions of pending payments (ledger audit trail). */
+  resolutions: ResolutionStore;
+  /**
+   * Runs `fn` as one transaction over these stores (a settled payment, its entitlement and its
+   * event). On SQLite `fn` must not await: bun:sqlite commits at the first await, so a promise
+   * from it is refused (the SQLite stores answer synchronously, see db/awaitable.ts `then`).
+   */
+  transaction<T>(fn: () => MaybePromise<T>): MaybePromise<T>;
+  /** A trivial query: is the database answering (readiness). */
+  ping(): MaybePromise<unknown>;
 }
 
-export function createStores(db: Db, settings: Pick<Settings, "contentDir">): Stores {
-  const changes = createCatalogChanges();
+/** The SQLite set: synchronous stores (a test that made them may read them without awaiting). */
+export interface SqliteStores extends Stores {
+  instructions: SqliteInstructionStore;
+  payments: SqlitePaymentStore;
+  entitlements: SqliteEntitlementStore;
+  paymentIdentifiers: SqlitePaymentIdentifierStore;
+  siwxNonces: SqliteSiwxNonceStore;
+  tokens: SqliteTokenStore;
+  notifications: SqliteNotificationStore;
+  resolutions: SqliteResolutionStore;
+}
+
+export function createStores(db: Db, settings: Pick<Settings, "contentDir">): SqliteStores {
+  const changes = createCatalogChanges(sqliteDataVersion(db.sqlite));
   const notifications = createNotificationStore(db);
   return {
     changes,
@@ -49,5 +77,13 @@ export function createStores(db: Db, settings: Pick<Settings, "contentDir">): St
     siwxNonces: createSiwxNonceStore(db),
     tokens: createTokenStore(db),
     notifications,
+    resolutions: createResolutionStore(db),
+    transaction: (fn) =>
+      db.sqlite.transaction(() => {
+        const result = fn();
+        if (result instanceof Promise) throw new Error("a SQLite transaction's callback must not await");
+        return result;
+      })(),
+    ping: () => db.sqlite.query("SELECT 1").get(),
   };
 }

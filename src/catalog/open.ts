@@ -38,7 +38,7 @@ export async function openShop(
   try {
     const stores = createStores(db, settings);
     const indexed = await stores.content.index();
-    const pricing = createPricing({
+    const pricing = await createPricing({
       instructions: createInstructionStore(scratch, createCatalogChanges()),
       content: stores.content,
       settings,

@@ -44,12 +44,12 @@ const list = defineCommand({
     if (values.payer !== undefined && !ADDRESS.test(values.payer))
       throw new UsageError(`--payer ${JSON.stringify(values.payer)} is not a 0x-prefixed 20-byte hex address`);
     const cid = values.cid === undefined ? undefined : canonical(values.cid);
-    return withStores(who, (stores) => {
+    return withStores(who, async (stores) => {
       const now = nowSeconds();
       const rows: string[][] = [];
       let afterId: number | undefined;
       do {
-        const page = stores.entitlements.list({ payer: values.payer, cid }, { limit: 1000, afterId });
+        const page = await stores.entitlements.list({ payer: values.payer, cid }, { limit: 1000, afterId });
         for (const e of page.items) rows.push(describe(e, now));
         afterId = page.nextAfterId;
       } while (afterId !== undefined);
@@ -106,9 +106,9 @@ const grant = defineCommand({
       expiresAt = policy.kind === "for" ? now + policy.seconds : null;
     }
     const cid = values.cid === undefined ? undefined : canonical(values.cid);
-    return withStores(who, (stores) => {
-      const target = checkGrantTarget(stores.instructions, values.instruction!, cid);
-      const e = stores.entitlements.grant(
+    return withStores(who, async (stores) => {
+      const target = await checkGrantTarget(stores.instructions, values.instruction!, cid);
+      const e = await stores.entitlements.grant(
         { payer: values.payer!, cid: target.cid, instructionId: target.instructionId, expiresAt, note: values.note },
         now,
       );
@@ -127,9 +127,9 @@ const revoke = defineCommand({
   notes: "Revoking twice keeps the first time. The database is CIDGATE_DB.",
   async run({ positionals: [id], who }) {
     if (!/^[0-9]{1,15}$/.test(id)) throw new UsageError(`${JSON.stringify(id)} is not an entitlement id`);
-    return withStores(who, (stores) => {
+    return withStores(who, async (stores) => {
       const now = nowSeconds();
-      const e = stores.entitlements.revoke(Number(id), now);
+      const e = await stores.entitlements.revoke(Number(id), now);
       if (!e) {
         console.error(`${who}: no entitlement ${id}`);
         return 1;

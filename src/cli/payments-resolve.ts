@@ -53,7 +53,7 @@ export const resolve = defineCommand({
     ]);
     return withStores(who, async (stores, { db, settings }) => {
       // The command's one line is its answer on stdout: the ledger's log lines go to stderr.
-      const deps = resolveDeps(db, stores, settings, createLogger(settings.logLevel, pino.destination(2)));
+      const deps = resolveDeps(stores, settings, createLogger(settings.logLevel, pino.destination(2)));
       const { payment, resolution } = await resolvePayment(deps, {
         id: Number(id),
         action,

@@ -73,7 +73,7 @@ const list = defineCommand({
     "are not listed until revoked; `token revoke <token>` revokes one.",
   async run({ who }) {
     return withStores(who, async ({ tokens }) => {
-      const rows = tokens.list();
+      const rows = await tokens.list();
       if (rows.length === 0) {
         console.log("no tokens recorded (npx cidgate token create makes one)");
         return 0;

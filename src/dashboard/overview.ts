@@ -82,18 +82,18 @@ export function createOverview(deps: OverviewDeps) {
 
   return {
     /** Recent payments and everything that needs the creator's attention, in one read. */
-    read(now = Date.now()) {
+    async read(now = Date.now()) {
       const paths = new Map<string, string>();
       for (const f of deps.content.list()) if (!paths.has(f.cid)) paths.set(f.cid, f.path);
       // The settler's own bound: a pending row older than this is from a process that stopped.
       const staleBefore = new Date(now - 3 * deps.settings.facilitatorTimeoutMs - 5000).toISOString();
-      const recent = deps.payments.list({}, { limit: 20 }).items.map((p) => wire(p, paths, staleBefore));
-      const pending = deps.payments
-        .list({ state: "pending" }, { limit: 100 })
-        .items.map((p) => wire(p, paths, staleBefore));
+      const recent = (await deps.payments.list({}, { limit: 20 })).items.map((p) => wire(p, paths, staleBefore));
+      const pending = (await deps.payments.list({ state: "pending" }, { limit: 100 })).items.map((p) =>
+        wire(p, paths, staleBefore),
+      );
       // Names for what the page shows (payments, the entitlements table), not the whole content folder.
       const nowSeconds = Math.floor(now / 1000);
-      const granted = deps.entitlements.list({ active: true, now: nowSeconds }, { limit: 50 }).items;
+      const granted = (await deps.entitlements.list({ active: true, now: nowSeconds }, { limit: 50 })).items;
       const shown = [...recent, ...pending];
       const cids = new Set([...shown.map((p) => p.cid), ...granted.flatMap((e) => (e.cid ? [e.cid] : []))]);
       const instructionIds = new Set([
@@ -102,7 +102,17 @@ export function createOverview(deps: OverviewDeps) {
       ]);
       const reload = deps.pricing?.status().lastReload;
       const dir = deps.settings.configDir;
-      const webhooks = deps.notifications.counts();
+      const webhooks = await deps.notifications.counts();
+      const configured = (await deps.notifications.listWebhooks()).length;
+      const names = await Promise.all(
+        [...instructionIds].map(async (id) => {
+          try {
+            return [id, (await deps.instructions.get(id)).name] as const;
+          } catch {
+            return [id, null] as const; // deleted since
+          }
+        }),
+      );
       return {
         recent_payments: recent,
         attention: {
@@ -122,17 +132,9 @@ export function createOverview(deps: OverviewDeps) {
                   })),
                 }
               : null,
-          webhooks: { ...webhooks, configured: deps.notifications.listWebhooks().length },
+          webhooks: { ...webhooks, configured },
         },
-        instruction_names: Object.fromEntries(
-          [...instructionIds].map((id) => {
-            try {
-              return [id, deps.instructions.get(id).name];
-            } catch {
-              return [id, null]; // deleted since
-            }
-          }),
-        ),
+        instruction_names: Object.fromEntries(names),
         paths: Object.fromEntries([...cids].flatMap((c) => (paths.has(c) ? [[c, paths.get(c)]] : []))),
       };
     },

@@ -20,15 +20,15 @@ export function cidOf(text: string, path: string): string {
  * does not sell that CID is a typo the creator should hear about, not a
  * row to keep). Answers the stored instruction id and the canonical CID.
  */
-export function checkGrantTarget(
+export async function checkGrantTarget(
   instructions: Pick<InstructionStore, "get" | "forCid">,
   instructionId: string,
   cidText: string | undefined,
-): { instructionId: string; cid?: string } {
-  const instruction = instructions.get(instructionId);
+): Promise<{ instructionId: string; cid?: string }> {
+  const instruction = await instructions.get(instructionId);
   if (cidText === undefined) return { instructionId: instruction.id };
   const cid = cidOf(cidText, "cid");
-  if (instructions.forCid(cid)?.id !== instruction.id)
+  if ((await instructions.forCid(cid))?.id !== instruction.id)
     throw conflict(`CID ${cid} is not attached to payment instruction ${instruction.id}`);
   return { instructionId: instruction.id, cid };
 }

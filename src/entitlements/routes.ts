@@ -61,9 +61,9 @@ export function entitlementsModule(deps: EntitlementsDeps) {
     .use(auth(deps))
     .get(
       "",
-      ({ query }) => {
+      async ({ query }) => {
         const at = now();
-        const page = entitlements.list(
+        const page = await entitlements.list(
           {
             payer: query.payer || undefined,
             cid: query.cid ? cidOf(query.cid, "cid") : undefined,
@@ -91,7 +91,7 @@ export function entitlementsModule(deps: EntitlementsDeps) {
     )
     .post(
       "",
-      ({ body, set }) => {
+      async ({ body, set }) => {
         const at = now();
         let expiresAt: number | null = null;
         if (body.expires_at) {
@@ -100,8 +100,8 @@ export function entitlementsModule(deps: EntitlementsDeps) {
           expiresAt = Math.floor(ms / 1000);
           if (expiresAt <= at) throw invalidInput([{ path: "expires_at", message: "must be in the future" }]);
         }
-        const target = checkGrantTarget(instructions, body.payment_instruction_id, body.cid);
-        const granted = entitlements.grant(
+        const target = await checkGrantTarget(instructions, body.payment_instruction_id, body.cid);
+        const granted = await entitlements.grant(
           { payer: body.payer, cid: target.cid, instructionId: target.instructionId, expiresAt, note: body.note },
           at,
         );
@@ -122,9 +122,9 @@ export function entitlementsModule(deps: EntitlementsDeps) {
     )
     .delete(
       "/:id",
-      ({ params }) => {
+      async ({ params }) => {
         const at = now();
-        const revoked = /^[0-9]{1,15}$/.test(params.id) ? entitlements.revoke(Number(params.id), at) : undefined;
+        const revoked = /^[0-9]{1,15}$/.test(params.id) ? await entitlements.revoke(Number(params.id), at) : undefined;
         if (!revoked) throw notFound(`no entitlement ${params.id}`);
         return { data: toWire(revoked, at) };
       },

@@ -16,9 +16,13 @@
  * one. A batch the database refuses rejects every caller in it, and nothing
  * of it was recorded (nor served).
  */
+import type { Awaitable } from "../db/awaitable";
 import type { Db } from "../db/client";
 
-export interface SiwxNonceStore {
+/** The SQLite store, synchronous; the app holds `SiwxNonceStore`, which a PostgreSQL store implements too. */
+export type SiwxNonceStore = Awaitable<SqliteSiwxNonceStore>;
+
+export interface SqliteSiwxNonceStore {
   /** Marks `nonce` used at `nowSeconds`; true when this call was the first use, false when it was used already. */
   use(nonce: string, nowSeconds: number): boolean;
   /** `use`, committed with the other calls of this event-loop turn; rejects when the batch could not be written. */
@@ -30,7 +34,7 @@ export interface SiwxNonceStore {
 /** A bound on one batch's transaction: the rest waits for the next turn. */
 const MAX_BATCH = 512;
 
-export function createSiwxNonceStore(db: Db): SiwxNonceStore {
+export function createSiwxNonceStore(db: Db): SqliteSiwxNonceStore {
   // bun:sqlite statements, prepared once: they report `changes`, which is the answer here
   // (drizzle's prepared run does not type it), and cost less per call than the query builder.
   const insert = db.sqlite.query<never, [string, number]>(

@@ -14,6 +14,7 @@
  * of whatever spelling is asked, so the (payer, ...) indexes serve the hot
  * lookup; `lower(payer) = ?` would scan.
  */
+import type { Awaitable } from "../db/awaitable";
 import { and, desc, eq, gt, isNull, lt, or, type SQL, sql } from "drizzle-orm";
 import { checksumOrUndefined } from "../chain/address";
 import type { Db } from "../db/client";
@@ -224,7 +225,9 @@ export function createEntitlementStore(db: Db, events?: EntitlementEvents) {
   };
 }
 
-export type EntitlementStore = ReturnType<typeof createEntitlementStore>;
+/** The SQLite store, synchronous; the app holds `EntitlementStore`, which a PostgreSQL store implements too. */
+export type SqliteEntitlementStore = ReturnType<typeof createEntitlementStore>;
+export type EntitlementStore = Awaitable<SqliteEntitlementStore>;
 
 /**
  * The entitlement that lasts longest (what a token's lifetime is capped by):

@@ -5,14 +5,17 @@
  * kept until what it was built from changes. Writes in this process go
  * through the app's stores, which bump its catalog signal (db/changes.ts):
  * one integer compare per request, and ledger writes do not evict anything.
- * Commits by other processes (a CLI) move SQLite's data_version, asked at
- * most every DATA_VERSION_CHECK_MS: an idle server sees them on its next
- * request, a busy one within that bound.
+ * Commits by other processes (a CLI; another replica on PostgreSQL) move
+ * the signal's `elsewhere()` number, asked at most every
+ * ELSEWHERE_CHECK_MS: an idle server sees them on its next request, a busy
+ * one within that bound.
+ *
+ * On PostgreSQL a miss is a query over the network: `lookup` then answers
+ * with a promise, once per CID and generation; every hit stays synchronous.
  */
 import { canonicalCid } from "../content/cid";
 import type { ContentFile, ContentStore } from "../content/store";
 import type { CatalogChanges } from "../db/changes";
-import type { Db } from "../db/client";
 import type { InstructionStore } from "../instructions/store";
 import type { Settings } from "../settings";
 import { buildPaymentRequired, type Instruction, type PaymentRequired } from "./requirements";
@@ -33,38 +36,39 @@ export interface CatalogSources {
 }
 
 const MAX_ENTRIES = 10_000;
-/** Longest a commit by another process may go unseen while requests keep coming. */
-export const DATA_VERSION_CHECK_MS = 100;
+/** Longest a commit by another process may go unseen while requests keep coming (besides its own polling). */
+export const ELSEWHERE_CHECK_MS = 100;
 
-export function createCatalog(
-  db: Db,
-  sources: CatalogSources,
-  settings: Pick<Settings, "publicUrl" | "maxTimeoutSeconds">,
-) {
+export function createCatalog(sources: CatalogSources, settings: Pick<Settings, "publicUrl" | "maxTimeoutSeconds">) {
   const { instructions, content, changes } = sources;
-  const dataVersionQuery = db.sqlite.query<{ d: number }, []>("SELECT data_version AS d FROM pragma_data_version()");
   let generation = -1;
-  let dataVersion = -1;
-  let nextDataVersionCheck = 0;
+  let elsewhere = -1;
+  let nextElsewhereCheck = 0;
+  /** Moves at every clear: a miss's answer is kept only if no clear came while its query ran. */
+  let epoch = 0;
   const entries = new Map<string, PricedContent | null>();
 
   /** False when a cached answer may be out of date. */
   function stillCurrent(): boolean {
     let current = generation === changes.generation;
     const now = performance.now();
-    if (now >= nextDataVersionCheck) {
-      nextDataVersionCheck = now + DATA_VERSION_CHECK_MS;
-      const d = dataVersionQuery.get()?.d ?? -1;
-      if (d !== dataVersion) {
-        dataVersion = d;
+    if (now >= nextElsewhereCheck) {
+      nextElsewhereCheck = now + ELSEWHERE_CHECK_MS;
+      const e = changes.elsewhere();
+      if (e !== elsewhere) {
+        elsewhere = e;
         current = false;
       }
     }
     return current;
   }
 
-  function build(cid: string): PricedContent | null {
-    const instruction = instructions.forCid(cid);
+  function build(cid: string): PricedContent | null | Promise<PricedContent | null> {
+    const found = instructions.forCid(cid);
+    return found instanceof Promise ? found.then((i) => withFile(cid, i)) : withFile(cid, found);
+  }
+
+  function withFile(cid: string, instruction: Instruction | undefined): PricedContent | null {
     if (!instruction) return null;
     const file = content.lookup(cid);
     if (!file) return null;
@@ -82,18 +86,26 @@ export function createCatalog(
    * v1), or undefined: not a CID, no instruction, or no file. Keyed by the
    * spelling, so a repeat request skips parsing too.
    */
-  function lookup(spelling: string): PricedContent | undefined {
+  function lookup(spelling: string): PricedContent | undefined | Promise<PricedContent | undefined> {
     if (!stillCurrent() || entries.size >= MAX_ENTRIES) {
       entries.clear();
       generation = changes.generation;
+      epoch++;
     }
-    let entry = entries.get(spelling);
-    if (entry === undefined) {
-      const cid = canonicalCid(spelling);
-      entry = cid ? build(cid) : null;
-      entries.set(spelling, entry);
+    const entry = entries.get(spelling);
+    if (entry !== undefined) return entry ?? undefined;
+    const cid = canonicalCid(spelling);
+    const built = cid ? build(cid) : null;
+    if (!(built instanceof Promise)) {
+      entries.set(spelling, built);
+      return built ?? undefined;
     }
-    return entry ?? undefined;
+    const builtAt = epoch;
+    return built.then((e) => {
+      // Kept only if nothing moved while the query ran: an answer from before a change must not stick.
+      if (builtAt === epoch && entries.size < MAX_ENTRIES) entries.set(spelling, e);
+      return e ?? undefined;
+    });
   }
 
   return { lookup };

@@ -20,12 +20,12 @@ import { parseAccessPolicy } from "../entitlements/policy";
 import type { Siwx } from "../entitlements/siwx";
 import type { PaymentIdentifierStore } from "../ledger/payment-identifiers";
 import type { LedgerSettler, Outcome, PaymentAttempt, Timings } from "../ledger/settler";
-import { isUnconfirmed, type Payment } from "../ledger/store";
+import { isUnconfirmed, type Payment, type PaymentStore } from "../ledger/store";
 import type { PaymentIdentifierEntry, SiwxChallenge } from "../x402/extensions";
 import type { FacilitatorRequest, Receipt, X402Version } from "../x402/models";
 import { paymentIdentifierExtension, paymentPayloadHash, readPaymentIdentifier } from "../x402/payment-identifier";
 import { Reason } from "../x402/reasons";
-import type { PricedContent } from "./catalog";
+import type { Catalog, PricedContent } from "./catalog";
 import { type DecodedProof, decodeProof, matchAndCheck, VALID_BEFORE_SKEW_SECONDS } from "./proof";
 import { type ByteRange, parseRange } from "./range";
 import { buildReceipt } from "./receipts";
@@ -97,15 +97,16 @@ export interface ActiveEntitlement {
 }
 
 export interface PurchaseDeps {
-  catalog: { lookup(cid: string): PricedContent | undefined };
-  payments: {
-    findByProof(key: { network: string; payer: string; nonce: string; proofHash: string }): Payment | undefined;
-    get(id: number): Payment | undefined;
-    heldFor(payer: string, cid: string): Payment | undefined;
-  };
+  catalog: Pick<Catalog, "lookup">;
+  payments: Pick<PaymentStore, "findByProof" | "get" | "heldFor">;
   settler: Pick<LedgerSettler, "pay" | "confirmHeld">;
   entitlements: {
-    active(payer: string, cid: string, instructionId: string, nowSeconds: number): ActiveEntitlement | undefined;
+    active(
+      payer: string,
+      cid: string,
+      instructionId: string,
+      nowSeconds: number,
+    ): ActiveEntitlement | undefined | Promise<ActiveEntitlement | undefined>;
   };
   accessTokens: AccessTokens;
   siwx: Pick<Siwx, "challenge" | "verify" | "use">;
@@ -242,26 +243,27 @@ export function createPurchase(deps: PurchaseDeps) {
     payer: string,
     payment: Payment | undefined,
     range: ByteRange | "unsatisfiable" | undefined,
-    entitlement: ActiveEntitlement | undefined,
+    entitlement: ActiveEntitlement | undefined | Promise<ActiveEntitlement | undefined>,
     timings?: Timings,
   ): Promise<Decision> {
     if (range === "unsatisfiable") return { kind: "rangeNotSatisfiable", item };
+    const granted = await entitlement;
     const receipt = payment?.txHash
       ? buildReceipt(x402Version, payment.network as NetworkName, payment.txHash, payment.payer)
       : undefined;
-    const access = await accessFor(payer, item, entitlement);
+    const access = await accessFor(payer, item, granted);
     return { kind: "serve", item, x402Version, receipt, range, access, timings };
   }
 
   /** Served on an entitlement: no settlement, no charge; the receipt is the original payment's. */
-  function serveEntitled(
+  async function serveEntitled(
     item: PricedContent,
     x402Version: X402Version,
     payer: string,
     entitlement: ActiveEntitlement,
     range: ByteRange | "unsatisfiable" | undefined,
   ) {
-    const payment = entitlement.paymentId === null ? undefined : deps.payments.get(entitlement.paymentId);
+    const payment = entitlement.paymentId === null ? undefined : await deps.payments.get(entitlement.paymentId);
     return serve(item, x402Version, payer, payment, range, entitlement);
   }
 
@@ -279,9 +281,9 @@ export function createPurchase(deps: PurchaseDeps) {
     );
 
   /** This proof's settled row for this CID, if it paid for it before. */
-  function paidBefore(item: PricedContent, proof: DecodedProof): Payment | undefined {
+  async function paidBefore(item: PricedContent, proof: DecodedProof): Promise<Payment | undefined> {
     if (!proof.network) return undefined;
-    const row = deps.payments.findByProof({
+    const row = await deps.payments.findByProof({
       network: proof.network,
       payer: proof.from,
       nonce: proof.nonce,
@@ -330,6 +332,10 @@ export function createPurchase(deps: PurchaseDeps) {
    */
   function decide(request: PurchaseRequest): Decision | Promise<Decision> {
     const item = deps.catalog.lookup(request.cid);
+    return item instanceof Promise ? item.then((i) => decideFor(i, request)) : decideFor(item, request);
+  }
+
+  function decideFor(item: PricedContent | undefined, request: PurchaseRequest): Decision | Promise<Decision> {
     if (!item) return parseCid(request.cid) ? NOT_PRICED : NOT_A_CID;
     const { paymentSignature, xPayment, accessTokens, signIn } = request.credentials;
     const header = paymentSignature ?? xPayment;
@@ -357,7 +363,7 @@ export function createPurchase(deps: PurchaseDeps) {
   ): Promise<Decision> {
     for (const token of tokens) {
       const claims = await deps.accessTokens.verify(token, item.cid, now());
-      const entitlement = claims && activeFor(claims.payer, item);
+      const entitlement = claims && (await activeFor(claims.payer, item));
       if (!claims || !entitlement) continue;
       return withOpenFile(item, () =>
         serveEntitled(item, 2, claims.payer, entitlement, parseRange(request.range, item.file.size)),
@@ -376,7 +382,7 @@ export function createPurchase(deps: PurchaseDeps) {
   async function withSignIn(item: PricedContent, header: string, request: PurchaseRequest): Promise<Decision> {
     const verdict = await deps.siwx.verify(header, item.required.resourceUrl, now(), { consume: false });
     if (!verdict.ok) return { kind: "refuse", item, x402Version: 2, reason: verdict.reason, message: verdict.message };
-    const entitlement = activeFor(verdict.address, item);
+    const entitlement = await activeFor(verdict.address, item);
     if (!entitlement) return offer(item);
     return withOpenFile(item, async () => {
       // Spent only when it opens the file: a HEAD, or a wallet that owns nothing, may sign in again.
@@ -396,7 +402,7 @@ export function createPurchase(deps: PurchaseDeps) {
     const matched = await matchAndCheck(proof, item.required.accepts, now());
     if (!matched.ok) {
       // The price may have changed since this proof was settled: a paid proof still serves.
-      const row = matched.rejection.reason !== Reason.signature ? paidBefore(item, proof) : undefined;
+      const row = matched.rejection.reason !== Reason.signature ? await paidBefore(item, proof) : undefined;
       if (row && now() < servedUntil(row, item))
         return withOpenFile(item, () =>
           serve(item, proof.x402Version, proof.from, row, range, activeFor(proof.from, item)),
@@ -417,11 +423,11 @@ export function createPurchase(deps: PurchaseDeps) {
   ): Promise<Decision> {
     // A fresh authorization from a buyer who owns the file: served, never settled (stock x402
     // clients sign a new one on every 402, so a retry or a re-download would otherwise pay again).
-    const entitled = checkedLocally(proof) ? activeFor(proof.from, item) : undefined;
+    const entitled = checkedLocally(proof) ? await activeFor(proof.from, item) : undefined;
     if (entitled) return serveEntitled(item, proof.x402Version, proof.from, entitled, range);
 
     if (!request.charge) {
-      const row = paidBefore(item, proof);
+      const row = await paidBefore(item, proof);
       return row ? existing(item, proof, row, range) : offer(item);
     }
     // Nobody pays for bytes that cannot be sent.
@@ -433,7 +439,7 @@ export function createPurchase(deps: PurchaseDeps) {
     if (paymentId && !paymentId.ok) return refuse(item, proof, paymentId.reason, paymentId.message);
     const payloadHash = paymentId?.ok ? paymentPayloadHash(proof.raw) : "";
     if (paymentId?.ok) {
-      const seen = deps.paymentIdentifiers.remember(paymentId.id, payloadHash, new Date(now() * 1000).toISOString());
+      const seen = await deps.paymentIdentifiers.remember(paymentId.id, payloadHash, new Date(now() * 1000).toISOString());
       if (seen.kind === "conflict") {
         return {
           kind: "conflict",
@@ -447,28 +453,33 @@ export function createPurchase(deps: PurchaseDeps) {
     // and is served on the entitlement the first one granted instead of paying twice. (The same
     // proof again is not held here: the settler joins it to the settlement already running.)
     const key = `${proof.from}|${item.cid}`;
-    for (let running = buying.get(key); running && running.nonce !== proof.nonce; running = buying.get(key)) {
-      await running.done;
-      const owned = checkedLocally(proof) ? activeFor(proof.from, item) : undefined;
-      if (owned) return serveEntitled(item, proof.x402Version, proof.from, owned, range);
-    }
-    // An earlier authorization of this buyer for this file whose settlement is unconfirmed: the
-    // chain says first whether it paid, and this one is charged only once it can no longer have.
-    const held = deps.payments.heldFor(proof.from, item.cid);
-    if (held && held.nonce !== proof.nonce) {
-      const earlier = await deps.settler.confirmHeld(held, accessOf(item));
-      if (earlier?.kind === "paid") {
-        const granted = earlier.entitlement && { ...earlier.entitlement, paymentId: earlier.payment.id };
-        return serve(item, proof.x402Version, proof.from, earlier.payment, range, granted);
+    for (;;) {
+      for (let running = buying.get(key); running && running.nonce !== proof.nonce; running = buying.get(key)) {
+        await running.done;
+        const owned = checkedLocally(proof) ? await activeFor(proof.from, item) : undefined;
+        if (owned) return serveEntitled(item, proof.x402Version, proof.from, owned, range);
       }
-      if (earlier?.kind !== "refused") {
-        return { kind: "pending", message: "an earlier payment of yours for this file is not confirmed yet" };
+      // An earlier authorization of this buyer for this file whose settlement is unconfirmed: the
+      // chain says first whether it paid, and this one is charged only once it can no longer have.
+      const held = await deps.payments.heldFor(proof.from, item.cid);
+      if (held && held.nonce !== proof.nonce) {
+        const earlier = await deps.settler.confirmHeld(held, accessOf(item));
+        if (earlier?.kind === "paid") {
+          const granted = earlier.entitlement && { ...earlier.entitlement, paymentId: earlier.payment.id };
+          return serve(item, proof.x402Version, proof.from, earlier.payment, range, granted);
+        }
+        if (earlier?.kind !== "refused") {
+          return { kind: "pending", message: "an earlier payment of yours for this file is not confirmed yet" };
+        }
       }
+      // The awaits above let another authorization of this buyer's start meanwhile: it goes first, as above.
+      const running = buying.get(key);
+      if (!running || running.nonce === proof.nonce) break;
     }
     // Past the limit of refused proofs for this client or payer: answered here, the facilitator never asked.
     const reserved = deps.verifyLimiter?.reserve(request.client, proof.from);
     if (reserved && !reserved.ok) {
-      if (paymentId?.ok) deps.paymentIdentifiers.release(paymentId.id, payloadHash);
+      if (paymentId?.ok) await deps.paymentIdentifiers.release(paymentId.id, payloadHash);
       return { kind: "tooManyFailures", retryAfterSeconds: reserved.retryAfterSeconds };
     }
     const paying = deps.settler.pay(attemptOf(item, requirement, proof));
@@ -487,8 +498,8 @@ export function createPurchase(deps: PurchaseDeps) {
       // attempt whose authorization was released moved no money, so its id is free again.
       const released =
         (outcome.kind === "refused" && !outcome.held) || (outcome.kind === "unavailable" && outcome.released);
-      if (outcome.kind === "paid") deps.paymentIdentifiers.attach(paymentId.id, outcome.payment.id);
-      else if (released) deps.paymentIdentifiers.release(paymentId.id, payloadHash);
+      if (outcome.kind === "paid") await deps.paymentIdentifiers.attach(paymentId.id, outcome.payment.id);
+      else if (released) await deps.paymentIdentifiers.release(paymentId.id, payloadHash);
     }
     switch (outcome.kind) {
       case "paid":

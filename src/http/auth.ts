@@ -40,7 +40,7 @@ async function authorize(
   if (!token) throw unauthorized("the bearer token is invalid or expired");
   // Read on every request, so a revocation by any process (the CLI) counts from the next request on.
   const id = token.claims.jti;
-  if (revocations && typeof id === "string" && revocations.isRevoked(id)) {
+  if (revocations && typeof id === "string" && (await revocations.isRevoked(id))) {
     throw unauthorized("the bearer token was revoked");
   }
   if (!token.scopes.includes(needed)) {
@@ -59,7 +59,7 @@ const bearerDetail = { security: [{ bearer: [] }] } as unknown as DocumentDecora
 
 /** Whether a token id (`jti`) was revoked: tokens/store.ts. */
 export interface RevocationCheck {
-  isRevoked(id: string): boolean;
+  isRevoked(id: string): boolean | Promise<boolean>;
 }
 
 /** What auth needs: the HS256 secret of management tokens, and where revocations are kept. */

@@ -13,12 +13,12 @@
  * second costs the facilitator one call per window, not one per probe.
  */
 import { type DocumentDecoration, Elysia } from "elysia";
-import type { Db } from "../db/client";
+import type { Stores } from "../stores";
 import type { Facilitator } from "../facilitator/types";
 import type { Pricing } from "../pricing/service";
 
 export interface HealthDeps {
-  db: Db;
+  database: Pick<Stores, "ping">;
   facilitator: Facilitator;
   /** Absent: this server does not load pricing files (the check is skipped). */
   pricing?: Pricing;
@@ -51,9 +51,9 @@ export function healthModule(deps: HealthDeps) {
   const cacheMs = deps.cacheMs ?? 5000;
   let facilitatorCheck: { at: number; result: Promise<Check> } | undefined;
 
-  function checkDatabase(): Check {
+  async function checkDatabase(): Promise<Check> {
     try {
-      deps.db.sqlite.query("SELECT 1").get();
+      await withTimeout(Promise.resolve(deps.database.ping()), deps.timeoutMs);
       return { ok: true };
     } catch {
       return { ok: false, detail: "the database does not answer" };
@@ -94,7 +94,7 @@ export function healthModule(deps: HealthDeps) {
     .get(
       "/readyz",
       async ({ set }) => {
-        const checks = { database: checkDatabase(), pricing: checkPricing(), facilitator: await checkFacilitator() };
+        const checks = { database: await checkDatabase(), pricing: checkPricing(), facilitator: await checkFacilitator() };
         const ready = Object.values(checks).every((c) => c.ok);
         set.status = ready ? 200 : 503;
         return { status: ready ? "ready" : "not ready", checks };

@@ -80,8 +80,8 @@ export function instructionsModule(deps: InstructionsDeps) {
     .use(auth(deps))
     .get(
       "",
-      ({ query }) => {
-        const page = store.list({
+      async ({ query }) => {
+        const page = await store.list({
           limit: parseLimit(query.limit, INSTRUCTIONS_LIMIT),
           pageToken: query.pageToken || undefined,
           cid: query.cid || undefined,
@@ -103,8 +103,8 @@ export function instructionsModule(deps: InstructionsDeps) {
     )
     .post(
       "",
-      ({ body }) => {
-        const record = store.create({
+      async ({ body }) => {
+        const record = await store.create({
           name: body.name,
           description: body.description,
           requirements: requirementsOf(body.payment_requirements),
@@ -121,7 +121,7 @@ export function instructionsModule(deps: InstructionsDeps) {
         detail: { summary: "Create a payment instruction" },
       },
     )
-    .get("/:id", ({ params }) => ({ data: toWire(store.get(params.id)) }), {
+    .get("/:id", async ({ params }) => ({ data: toWire(await store.get(params.id)) }), {
       scope: "read",
       params: IdParams,
       response: read(InstructionResponse),
@@ -129,8 +129,8 @@ export function instructionsModule(deps: InstructionsDeps) {
     })
     .patch(
       "/:id",
-      ({ params, body }) => {
-        const record = store.update(params.id, {
+      async ({ params, body }) => {
+        const record = await store.update(params.id, {
           name: body.name,
           description: body.description,
           requirements: body.payment_requirements && requirementsOf(body.payment_requirements),
@@ -150,8 +150,8 @@ export function instructionsModule(deps: InstructionsDeps) {
     )
     .delete(
       "/:id",
-      ({ params }) => {
-        store.remove(params.id);
+      async ({ params }) => {
+        await store.remove(params.id);
         return { data: {} };
       },
       {
@@ -163,8 +163,8 @@ export function instructionsModule(deps: InstructionsDeps) {
     )
     .get(
       "/:id/cids",
-      ({ params, query }) => {
-        const page = store.listCids(params.id, {
+      async ({ params, query }) => {
+        const page = await store.listCids(params.id, {
           limit: parseLimit(query.limit, CIDS_LIMIT),
           pageToken: query.pageToken || undefined,
         });
@@ -182,8 +182,8 @@ export function instructionsModule(deps: InstructionsDeps) {
     )
     .put(
       "/:id/cids/:cid",
-      ({ params }) => {
-        const m = store.attachCid(params.id, params.cid);
+      async ({ params }) => {
+        const m = await store.attachCid(params.id, params.cid);
         return { data: { payment_instruction_id: m.instructionId, cid: m.cid, created_at: m.createdAt } };
       },
       {
@@ -195,8 +195,8 @@ export function instructionsModule(deps: InstructionsDeps) {
     )
     .delete(
       "/:id/cids/:cid",
-      ({ params }) => {
-        store.detachCid(params.id, params.cid);
+      async ({ params }) => {
+        await store.detachCid(params.id, params.cid);
         return { data: {} };
       },
       {

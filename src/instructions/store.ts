@@ -13,6 +13,7 @@
  * Lists use keyset pagination on the UUIDv7 id (newest first): no OFFSET scan,
  * and pages stay correct while rows are added or removed between calls.
  */
+import type { Awaitable, MaybePromise } from "../db/awaitable";
 import { and, asc, count, desc, eq, gt, inArray, lt, type SQL, sql } from "drizzle-orm";
 import { parseCid } from "../content/cid";
 import type { CatalogChanges } from "../db/changes";
@@ -153,7 +154,12 @@ export interface UpdateInstructionInput {
   access_scope?: AccessScope;
 }
 
-export type InstructionStore = ReturnType<typeof createInstructionStore>;
+/** The SQLite store, synchronous; the app holds `InstructionStore`, which a PostgreSQL store implements too. */
+export type SqliteInstructionStore = ReturnType<typeof createInstructionStore>;
+export type InstructionStore = Awaitable<SqliteInstructionStore, "syncFiles"> & {
+  /** Generic, so mapped by hand (a mapped type drops the type parameter). */
+  syncFiles<I extends FileInstruction>(desired: readonly I[], now?: Date): MaybePromise<FileSyncResult<I>>;
+};
 
 /**
  * The store over `db`. `changes` is the app's catalog signal: every method

@@ -64,7 +64,7 @@ export async function confirmSuccess(
   }
   if (!check || check.state === "confirmed") return paid(deps, attempt, row, txHash, timings);
   const why = check.state === "absent" ? "the chain has no such transaction" : check.detail;
-  deps.payments.markUnconfirmed(row.id, `${UNTRUSTED}: settle claimed ${txHash}; ${why}`);
+  await deps.payments.markUnconfirmed(row.id, `${UNTRUSTED}: settle claimed ${txHash}; ${why}`);
   deps.log?.error(
     { cid: claim.cid, payer: claim.payer, tx: txHash, reason: why },
     "untrusted facilitator: it reported a settlement the chain does not show; nothing served, kept for reconciliation",
@@ -117,12 +117,12 @@ export async function afterRefusedSettle(
     return paid(deps, attempt, row, finding.txHash);
   }
   if (finding.state === "spent") {
-    deps.payments.markFailed(row.id, `${detail}; ${finding.detail}`);
+    await deps.payments.markFailed(row.id, `${detail}; ${finding.detail}`);
     return { kind: "refused", reason: Reason.paymentAlreadyUsed, message: finding.detail };
   }
   if (finding.state === "unused" && !txHash) return undefined; // refused, and nothing moved: released
   if (finding.state === "unused" && finding.chainTime >= row.validBefore) {
-    deps.payments.markFailed(row.id, `${detail}; the authorization expired unused`);
+    await deps.payments.markFailed(row.id, `${detail}; the authorization expired unused`);
     return { kind: "refused", reason: Reason.validBefore, message: "the authorization expired before it was settled" };
   }
   // A named transaction not mined yet, or a used nonce whose transaction was not found: reconciliation decides.

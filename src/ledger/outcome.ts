@@ -6,6 +6,7 @@
 
 import type { AuthorizationFinding, SettlementCheck } from "../chain/authorization";
 import type { AccessPolicy, AccessScope } from "../entitlements/policy";
+import { type MaybePromise, then } from "../db/awaitable";
 import type { Entitlement, EntitlementStore } from "../entitlements/store";
 import type { Facilitator, FacilitatorRequest } from "../facilitator/types";
 import { FacilitatorUnavailableError } from "../facilitator/types";
@@ -74,7 +75,7 @@ export interface SettlerDeps {
    * entitlement are written together or not at all (a crash between them
    * would leave a buyer who paid without access).
    */
-  transaction?: <T>(fn: () => T) => T;
+  transaction?: <T>(fn: () => MaybePromise<T>) => MaybePromise<T>;
   /** Webhook events (notifications/hooks.ts): queued in the settle transaction, sent later. */
   events?: LedgerEvents;
 }
@@ -109,35 +110,39 @@ export function safeReason(error: unknown): string {
 }
 
 /** The settlement transaction is known: the row is settled. */
-export function paid(
+export async function paid(
   deps: Pick<SettlerDeps, "payments" | "entitlements" | "transaction" | "log" | "events">,
   attempt: Pick<PaymentAttempt, "claim" | "access">,
   row: Payment,
   txHash: string,
   timings?: Timings,
-): Outcome {
+): Promise<Outcome> {
   const { claim, access } = attempt;
-  const record = () => {
-    // Only a pending row is marked; a row released meanwhile (it cannot be, within the bounds) is recorded anyway.
-    // A released row the chain shows paid after all (reconcile.ts) is settled from `failed`.
-    const marked =
-      row.state === "failed" ? deps.payments.settleReleased(row.id, txHash) : deps.payments.markSettled(row.id, txHash);
-    if (marked) deps.events?.settled(marked); // once per payment: only the write that settled it
-    const payment = marked ?? { ...row, state: "settled" as const, txHash };
-    const entitlement = access
-      ? deps.entitlements?.grantForPayment({
-          payer: claim.payer,
-          cid: claim.cid,
-          instructionId: claim.instructionId,
-          paymentId: payment.id,
-          policy: access.policy,
-          scope: access.scope,
-          nowSeconds: Math.floor(Date.now() / 1000),
-        })
-      : undefined;
-    return { payment, entitlement };
-  };
-  const { payment, entitlement } = deps.transaction ? deps.transaction(record) : record();
+  // Synchronous on SQLite, step after step on PostgreSQL (then(), db/awaitable.ts): one transaction either way.
+  const record = () =>
+    then(
+      // Only a pending row is marked; a row released meanwhile (it cannot be, within the bounds) is recorded anyway.
+      // A released row the chain shows paid after all (reconcile.ts) is settled from `failed`.
+      row.state === "failed" ? deps.payments.settleReleased(row.id, txHash) : deps.payments.markSettled(row.id, txHash),
+      (marked) =>
+        // payment.settled once per payment: only from the write that settled it.
+        then(marked && deps.events?.settled(marked), () => {
+          const payment = marked ?? { ...row, state: "settled" as const, txHash };
+          const granted = access
+            ? deps.entitlements?.grantForPayment({
+                payer: claim.payer,
+                cid: claim.cid,
+                instructionId: claim.instructionId,
+                paymentId: payment.id,
+                policy: access.policy,
+                scope: access.scope,
+                nowSeconds: Math.floor(Date.now() / 1000),
+              })
+            : undefined;
+          return then(granted, (entitlement) => ({ payment, entitlement }));
+        }),
+    );
+  const { payment, entitlement } = await (deps.transaction ? deps.transaction(record) : record());
   // The one line per sale: an operator's `grep "payment settled"` is the sales log, in dollars.
   deps.log?.info(
     {
@@ -172,15 +177,15 @@ export function claimOf(row: Payment): PaymentClaim {
 }
 
 /** The settle went out and its outcome is unknown: keep the row for the same proof to resolve. */
-export function unconfirmed(
+export async function unconfirmed(
   deps: SettlerDeps,
   attempt: PaymentAttempt,
   row: Payment,
   detail: string,
   pending: boolean,
   publicDetail = detail,
-): Outcome {
-  deps.payments.markUnconfirmed(row.id, detail);
+): Promise<Outcome> {
+  await deps.payments.markUnconfirmed(row.id, detail);
   deps.log?.warn(
     { cid: attempt.claim.cid, payer: attempt.claim.payer, reason: detail },
     "settlement unconfirmed: kept for the same proof to resolve",

@@ -10,6 +10,7 @@
  * and a read: SQLite's primary key decides which of two racing requests
  * (in any process on the file) is "new".
  */
+import type { Awaitable } from "../db/awaitable";
 import type { Db } from "../db/client";
 import type { paymentIdentifiers } from "../db/schema";
 
@@ -23,7 +24,10 @@ export type RememberResult =
   /** Seen with another payload: the spec's 409. */
   | { kind: "conflict" };
 
-export interface PaymentIdentifierStore {
+/** The SQLite store, synchronous; the app holds `PaymentIdentifierStore`, which a PostgreSQL store implements too. */
+export type PaymentIdentifierStore = Awaitable<SqlitePaymentIdentifierStore>;
+
+export interface SqlitePaymentIdentifierStore {
   remember(id: string, payloadHash: string, nowIso: string): RememberResult;
   /** Records the payment the id's request ended in; a later attach replaces it. */
   attach(id: string, paymentId: number): void;
@@ -36,7 +40,7 @@ export interface PaymentIdentifierStore {
   find(id: string): PaymentIdentifierRow | undefined;
 }
 
-export function createPaymentIdentifierStore(db: Db): PaymentIdentifierStore {
+export function createPaymentIdentifierStore(db: Db): SqlitePaymentIdentifierStore {
   // bun:sqlite statements, prepared once: the insert's `changes` is the answer (drizzle's
   // prepared run does not type it), and they cost less per call than the query builder.
   const insert = db.sqlite.query<never, [string, string, string]>(

@@ -22,18 +22,18 @@ export interface PruneOptions {
 }
 
 /** Deletes every row refused at verify before `now - retentionMs`, in batches; returns how many. */
-export function pruneRefusedRows(opts: PruneOptions): number {
+export async function pruneRefusedRows(opts: PruneOptions): Promise<number> {
   const before = new Date((opts.now ?? Date.now)() - (opts.retentionMs ?? REFUSED_ROW_RETENTION_MS)).toISOString();
   let total = 0;
-  for (let n = -1; n !== 0; total += n) n = opts.payments.pruneRefusedAtVerify(before);
+  for (let n = -1; n !== 0; total += n) n = await opts.payments.pruneRefusedAtVerify(before);
   return total;
 }
 
 /** Prunes now and every minute until stopped. */
 export function startPruning(opts: PruneOptions): { stop(): void } {
-  const run = () => {
+  const run = async () => {
     try {
-      const removed = pruneRefusedRows(opts);
+      const removed = await pruneRefusedRows(opts);
       if (removed > 0) opts.log?.info({ removed }, "pruned payment rows refused at verify");
     } catch (e) {
       opts.log?.error({ err: (e as Error).name }, "pruning refused payment rows failed"); // busy: next minute

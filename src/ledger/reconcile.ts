@@ -17,6 +17,7 @@
  * Without an RPC for a row's network nothing can be known: the row waits for
  * its buyer or an operator (`cidgate payments resolve`, resolve.ts).
  */
+import type { MaybePromise } from "../db/awaitable";
 import { parseAccessPolicy } from "../entitlements/policy";
 import { claimOf, type PaymentAttempt, paid, type SettlerDeps, safeReason, withDeadline } from "./outcome";
 import type { Payment } from "./store";
@@ -32,7 +33,7 @@ export type ChainResolution =
 export interface ReconcileDeps
   extends Pick<SettlerDeps, "payments" | "entitlements" | "transaction" | "log" | "timeoutMs" | "lookup" | "events"> {
   /** The instruction a row was paid under, for the entitlement it grants (undefined: gone). */
-  instructionAccess: (instructionId: string) => PaymentAttempt["access"] | undefined;
+  instructionAccess: (instructionId: string) => MaybePromise<PaymentAttempt["access"] | undefined>;
   /** Pending rows updated before this time are reconciled. */
   pendingBefore: () => string;
 }
@@ -57,12 +58,12 @@ export async function resolveFromChain(deps: ReconcileDeps, row: Payment): Promi
         { cid: row.cid, payer: row.payer, row: row.id, tx: f.txHash },
         "a payment released after its settle was refused landed on chain after all: settled",
       );
-    const attempt = { claim: claimOf(row), access: deps.instructionAccess(row.instructionId) };
-    const outcome = paid(deps, attempt, row, f.txHash);
+    const attempt = { claim: claimOf(row), access: await deps.instructionAccess(row.instructionId) };
+    const outcome = await paid(deps, attempt, row, f.txHash);
     return { state: "settled", payment: outcome.kind === "paid" ? outcome.payment : row };
   }
-  const failed = (detail: string): ChainResolution => {
-    deps.payments.markFailed(row.id, detail);
+  const failed = async (detail: string): Promise<ChainResolution> => {
+    await deps.payments.markFailed(row.id, detail);
     deps.log?.info({ cid: row.cid, payer: row.payer, row: row.id, reason: detail }, "pending payment released");
     return { state: "failed", detail };
   };
@@ -98,9 +99,9 @@ export function createReconciler(deps: ReconcileDeps & { intervalSeconds: number
   async function round(): Promise<ReconcileRound> {
     const result = { checked: 0, settled: 0, released: 0, open: 0, errors: 0 };
     if (!deps.lookup) return result;
-    const page = deps.payments.unresolved(deps.pendingBefore(), PAGE, cursor);
+    const page = await deps.payments.unresolved(deps.pendingBefore(), PAGE, cursor);
     cursor = page.length === PAGE ? page[page.length - 1].id : 0;
-    const rows = [...page, ...deps.payments.releasedAfterSettle(Math.floor(Date.now() / 1000))];
+    const rows = [...page, ...(await deps.payments.releasedAfterSettle(Math.floor(Date.now() / 1000)))];
     for (const row of rows) {
       if (stopping) break; // a stopping server waits for one row at most
       result.checked++;

@@ -37,15 +37,15 @@ function look(deps: SettlerDeps, row: Payment): Promise<AuthorizationFinding | u
  * released only when the authorization can no longer pay us.
  */
 export async function resolveUnconfirmed(deps: SettlerDeps, attempt: PaymentAttempt, row: Payment): Promise<Outcome> {
-  const refusedFinally = (reason: string, detail: string): Outcome => {
-    deps.payments.markFailed(row.id, detail);
+  const refusedFinally = async (reason: string, detail: string): Promise<Outcome> => {
+    await deps.payments.markFailed(row.id, detail);
     deps.log?.info(
       { cid: attempt.claim.cid, payer: attempt.claim.payer, reason: detail },
       "unconfirmed settlement resolved: not paid",
     );
     return { kind: "refused", reason, message: detail };
   };
-  const conclude = (f: AuthorizationFinding | undefined): Outcome | undefined => {
+  const conclude = (f: AuthorizationFinding | undefined): Promise<Outcome> | undefined => {
     if (f?.state === "paid") return paid(deps, attempt, row, f.txHash);
     if (f?.state === "spent") return refusedFinally(Reason.paymentAlreadyUsed, f.detail);
     if (f?.state === "unused" && f.chainTime >= row.validBefore)
@@ -54,7 +54,7 @@ export async function resolveUnconfirmed(deps: SettlerDeps, attempt: PaymentAtte
   };
   try {
     const first = await look(deps, row);
-    const known = conclude(first);
+    const known = await conclude(first);
     if (known) return known;
     if (first?.state === "unknown") return unconfirmed(deps, attempt, row, first.detail, false);
 
@@ -63,9 +63,9 @@ export async function resolveUnconfirmed(deps: SettlerDeps, attempt: PaymentAtte
     const reason = knownReason(settled.errorReason, Reason.unexpectedSettleError);
     if (NOT_YET.has(reason)) return unconfirmed(deps, attempt, row, notYetDetail(reason, settled.transaction), true);
     // Refused now, perhaps because our earlier transaction has just used the nonce: look again.
-    const after = conclude(await look(deps, row));
+    const after = await conclude(await look(deps, row));
     if (after) return after;
-    deps.payments.markUnconfirmed(row.id, `settle again: ${reason}`);
+    await deps.payments.markUnconfirmed(row.id, `settle again: ${reason}`);
     return {
       kind: "refused",
       reason,
@@ -116,7 +116,7 @@ export async function confirmHeld(
     const f = await look(deps, row);
     if (f?.state === "paid") return paid(deps, attempt, row, f.txHash);
     if (f?.state === "spent" || (f?.state === "unused" && f.chainTime >= row.validBefore)) {
-      deps.payments.markFailed(
+      await deps.payments.markFailed(
         row.id,
         f.state === "spent" ? f.detail : "the authorization expired before it was settled",
       );

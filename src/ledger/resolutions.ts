@@ -3,6 +3,7 @@
  * operators did to pending payments (who, when, what, on whose word).
  * Rows are only ever added.
  */
+import type { Awaitable } from "../db/awaitable";
 import { asc, eq } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { paymentResolutions } from "../db/schema";
@@ -31,4 +32,6 @@ export function createResolutionStore(db: Db) {
   };
 }
 
-export type ResolutionStore = ReturnType<typeof createResolutionStore>;
+/** The SQLite store, synchronous; the app holds `ResolutionStore`, which a PostgreSQL store implements too. */
+export type SqliteResolutionStore = ReturnType<typeof createResolutionStore>;
+export type ResolutionStore = Awaitable<SqliteResolutionStore>;

@@ -4,19 +4,16 @@
  * reconciliation and operator route (app.ts) and `cidgate payments resolve`
  * (cli/payments.ts) resolve with the same writes.
  */
-import type { Db } from "../db/client";
 import { ledgerEvents } from "../notifications/hooks";
 import type { Settings } from "../settings";
 import type { Stores } from "../stores";
 import { chainReaders } from "./chain-lookup";
 import type { SettlerDeps } from "./outcome";
 import { accessOf } from "./reconcile";
-import { createResolutionStore } from "./resolutions";
 import type { ResolveDeps } from "./resolve";
 
 export function resolveDeps(
-  db: Db,
-  stores: Pick<Stores, "payments" | "entitlements" | "instructions" | "notifications">,
+  stores: Pick<Stores, "payments" | "entitlements" | "instructions" | "notifications" | "resolutions" | "transaction">,
   settings: Settings,
   log: SettlerDeps["log"],
   lookup = chainReaders(settings)?.lookup,
@@ -24,17 +21,17 @@ export function resolveDeps(
   return {
     payments: stores.payments,
     entitlements: stores.entitlements,
-    // The settled row and the entitlement it grants: one transaction (synchronous, so it rolls back).
-    transaction: (fn) => db.sqlite.transaction(fn)(),
+    // The settled row and the entitlement it grants: one transaction.
+    transaction: stores.transaction,
     log,
     timeoutMs: settings.facilitatorTimeoutMs,
     lookup,
     // A sale settled here (reconciled, or resolved by an operator) sends its payment.settled like any other.
     events: ledgerEvents(stores.notifications),
-    resolutions: createResolutionStore(db),
-    instructionAccess: (id) => {
+    resolutions: stores.resolutions,
+    instructionAccess: async (id) => {
       try {
-        return accessOf(stores.instructions.get(id));
+        return accessOf(await stores.instructions.get(id));
       } catch {
         return undefined; // the instruction was deleted: the payment stands, nothing more is granted
       }

@@ -41,16 +41,16 @@ export async function resolvePayment(
   request: ResolveRequest,
 ): Promise<{ payment: Payment; resolution: Resolution }> {
   const action = request.action ?? "check";
-  const row = deps.payments.get(request.id);
+  const row = await deps.payments.get(request.id);
   if (!row) throw notFound(`no payment ${request.id}`);
   if (row.state !== "pending") throw conflict(`payment ${row.id} is already ${row.state}`);
   if (request.transaction !== undefined && !TX.test(request.transaction))
     throw new ApiError(400, "invalid_request", "transaction must be a 0x-prefixed 32-byte hex hash", [
       { path: "transaction", message: "must be a 0x-prefixed 32-byte hex hash" },
     ]);
-  const record = (payment: Payment, basis: "chain" | "operator", txHash: string | null) => ({
+  const record = async (payment: Payment, basis: "chain" | "operator", txHash: string | null) => ({
     payment,
-    resolution: deps.resolutions.record({
+    resolution: await deps.resolutions.record({
       paymentId: row.id,
       action,
       outcome: payment.state,
@@ -67,23 +67,23 @@ export async function resolvePayment(
   } catch {
     throw new ApiError(503, "chain_unavailable", "the chain could not be read; try again");
   }
-  const now = () => deps.payments.get(row.id) ?? row;
+  const now = async () => (await deps.payments.get(row.id)) ?? row;
   if (fromChain.state === "settled") return record(fromChain.payment, "chain", fromChain.payment.txHash);
-  if (fromChain.state === "failed") return record(now(), "chain", null);
+  if (fromChain.state === "failed") return record(await now(), "chain", null);
   if (!fromChain.blind)
     throw conflict(`the chain does not decide payment ${row.id} yet: ${fromChain.detail}; it stays pending`);
 
   // No RPC: the operator's word, recorded as such.
   if (action === "settle") {
     if (!request.transaction) throw conflict("without an RPC, settle needs the settlement transaction hash");
-    const access = deps.instructionAccess(row.instructionId);
-    const outcome = paid(deps, { claim: claimOf(row), access }, row, request.transaction);
-    const payment = outcome.kind === "paid" ? outcome.payment : now();
+    const access = await deps.instructionAccess(row.instructionId);
+    const outcome = await paid(deps, { claim: claimOf(row), access }, row, request.transaction);
+    const payment = outcome.kind === "paid" ? outcome.payment : await now();
     return record(payment, "operator", request.transaction);
   }
   if (action === "release") {
-    const released = deps.payments.markFailed(row.id, `released by an operator (${request.actor}), no RPC`);
-    return record(released ?? now(), "operator", null);
+    const released = await deps.payments.markFailed(row.id, `released by an operator (${request.actor}), no RPC`);
+    return record(released ?? (await now()), "operator", null);
   }
   throw conflict(`${fromChain.detail}: settle it with its transaction hash, or release it`);
 }

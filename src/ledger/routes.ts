@@ -148,7 +148,7 @@ export function paymentsModule(deps: PaymentsDeps) {
     )
     .get(
       "",
-      ({ query }) => {
+      async ({ query }) => {
         let cid: string | undefined;
         if (query.cid) {
           cid = canonicalCid(query.cid);
@@ -162,14 +162,14 @@ export function paymentsModule(deps: PaymentsDeps) {
           createdFrom: isoTime(query.from, "from"),
           createdTo: isoTime(query.to, "to"),
         };
-        const page = deps.payments.list(filter, {
+        const page = await deps.payments.list(filter, {
           limit: parseLimit(query.limit, PAYMENTS_LIMIT),
           afterId: query.pageToken ? decodePaymentsToken(query.pageToken) : undefined,
         });
         const data: { payments: PaymentRecord[]; next_page_token?: string; totals: PaymentTotal[] } = {
           payments: page.items.map(toWire),
           // Every priced asset is USDC (instructions refuse others): dollars are exact.
-          totals: deps.payments.totals(filter).map((t) => ({ ...t, amount_usd: usd(t.amount) })),
+          totals: (await deps.payments.totals(filter)).map((t) => ({ ...t, amount_usd: usd(t.amount) })),
         };
         if (page.nextAfterId !== undefined) data.next_page_token = encodePaymentsToken(page.nextAfterId);
         return { data };

@@ -49,7 +49,7 @@ export function createLedgerSettler(deps: SettlerDeps) {
       t1 = performance.now();
       if (!verified.isValid) {
         const reason = knownReason(verified.invalidReason, Reason.unexpectedVerifyError);
-        deps.payments.markFailed(row.id, `verify: ${reason}`);
+        await deps.payments.markFailed(row.id, `verify: ${reason}`);
         deps.log?.info({ cid: claim.cid, payer: claim.payer, reason }, "payment refused by the facilitator");
         return { kind: "refused", reason, message: "the facilitator refused the payment" };
       }
@@ -57,7 +57,7 @@ export function createLedgerSettler(deps: SettlerDeps) {
       // Released: the settle was never sent, so the authorization was not spent.
       const message = error instanceof FacilitatorUnavailableError ? error.message : "facilitator error";
       deps.log?.warn({ cid: claim.cid, reason: safeReason(error) }, "payment not settled: facilitator unavailable");
-      deps.payments.markFailed(row.id, message);
+      await deps.payments.markFailed(row.id, message);
       return { kind: "unavailable", message, released: true };
     }
     let settled: SettleResponse;
@@ -80,7 +80,9 @@ export function createLedgerSettler(deps: SettlerDeps) {
           { cid: attempt.claim.cid, payer: attempt.claim.payer, tx: settled.transaction, reason: safeReason(error) },
           "settled on chain but not recorded",
         );
-        deps.events?.moneyMovedWithoutSale(row, settled.transaction, "settled on chain but not recorded");
+        await Promise.resolve(deps.events?.moneyMovedWithoutSale(row, settled.transaction, "settled on chain but not recorded")).catch(
+          () => undefined, // the database refused the sale; the log line above is what remains
+        );
         return unconfirmed(
           deps,
           attempt,
@@ -98,7 +100,7 @@ export function createLedgerSettler(deps: SettlerDeps) {
       unconfirmed(deps, attempt, row, `settle answered ${reason}: ${safeReason(error)}`, false, "facilitator error"),
     );
     if (fromChain) return fromChain;
-    deps.payments.markFailed(row.id, `settle: ${reason}`);
+    await deps.payments.markFailed(row.id, `settle: ${reason}`);
     deps.log?.info({ cid: claim.cid, payer: claim.payer, reason }, "settlement failed");
     return { kind: "refused", reason, message: "the payment could not be settled" };
   }
@@ -121,9 +123,11 @@ export function createLedgerSettler(deps: SettlerDeps) {
         continue; // someone else's attempt ended: look at the ledger again
       }
       const staleBefore = staleSince();
-      const claimed = deps.payments.claim(claim, { staleBefore });
+      const answer = deps.payments.claim(claim, { staleBefore });
+      // SQLite answers at once: no await, so the outcome is registered before any other request runs. On
+      // PostgreSQL the database's unique key decides between racing claims, this process's included.
+      const claimed = answer instanceof Promise ? await answer : answer;
       if (!claimed.claimed) return { kind: "existing", payment: claimed.payment };
-      // Registered before the first await, so no concurrent request can miss it.
       const outcome = claimed.resolve
         ? resolveUnconfirmed(deps, attempt, claimed.payment)
         : settle(attempt, claimed.payment);

@@ -7,6 +7,7 @@
  * This store is the table's only writer; the settler (settler.ts) decides
  * what to write, the routes read through it.
  */
+import type { Awaitable } from "../db/awaitable";
 import { and, asc, count, desc, eq, gt, gte, lt, type SQL, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { payments } from "../db/schema";
@@ -432,4 +433,6 @@ export function createPaymentStore(db: Db) {
   };
 }
 
-export type PaymentStore = ReturnType<typeof createPaymentStore>;
+/** The SQLite store, synchronous; the app holds `PaymentStore`, which a PostgreSQL store implements too. */
+export type SqlitePaymentStore = ReturnType<typeof createPaymentStore>;
+export type PaymentStore = Awaitable<SqlitePaymentStore>;

@@ -56,7 +56,7 @@ export function createDispatcher(opts: DispatcherOptions) {
 
   /** One attempt at one claimed delivery; answers the row as recorded. */
   async function attempt(row: Delivery): Promise<Delivery | undefined> {
-    const webhook = store.getWebhook(row.webhookId);
+    const webhook = await store.getWebhook(row.webhookId);
     const at = () => new Date().toISOString();
     if (!webhook) return store.recordAttempt(row.id, { ok: false, status: null, error: "webhook deleted", at: at() });
     let status: number | null = null;
@@ -84,7 +84,7 @@ export function createDispatcher(opts: DispatcherOptions) {
     }
     const ok = error === null;
     const wait = schedule[row.attempts];
-    const recorded = store.recordAttempt(row.id, {
+    const recorded = await store.recordAttempt(row.id, {
       ok,
       status,
       error,
@@ -107,9 +107,11 @@ export function createDispatcher(opts: DispatcherOptions) {
       again = false;
       for (;;) {
         const now = new Date().toISOString();
-        const due = store.due(now, concurrency * 4);
+        const due = await store.due(now, concurrency * 4);
         if (due.length === 0) break;
-        const claimed = due.map((d) => store.claim(d.id, now, lease())).filter((d): d is Delivery => !!d);
+        const claimed = (await Promise.all(due.map((d) => store.claim(d.id, now, lease())))).filter(
+          (d): d is Delivery => !!d,
+        );
         for (let i = 0; i < claimed.length; i += concurrency)
           await Promise.all(claimed.slice(i, i + concurrency).map(attempt));
         if (stopped) return;
@@ -126,16 +128,17 @@ export function createDispatcher(opts: DispatcherOptions) {
       .catch((e) => opts.log?.warn({ reason: safe(e) }, "webhook dispatcher run failed"))
       .finally(() => {
         running = undefined;
-        arm();
+        return arm().catch((e) => opts.log?.warn({ reason: safe(e) }, "webhook dispatcher run failed"));
       });
     return running;
   }
 
   /** Sleeps until the next due delivery, or the poll interval, whichever is sooner. */
-  function arm() {
+  async function arm() {
+    if (stopped) return;
+    const next = await store.nextDue();
     if (stopped) return;
     clearTimeout(timer);
-    const next = store.nextDue();
     const wait = next ? Math.max(0, Math.min(pollMs, Date.parse(next) - Date.now())) : pollMs;
     timer = setTimeout(run, wait);
   }
@@ -154,7 +157,7 @@ export function createDispatcher(opts: DispatcherOptions) {
 
     /** Sends one delivery now (the test endpoint), whatever its due time; answers it as recorded. */
     async sendNow(id: number): Promise<Delivery | undefined> {
-      const row = store.claim(id, "9999-12-31T23:59:59.999Z", lease());
+      const row = await store.claim(id, "9999-12-31T23:59:59.999Z", lease());
       return row ? attempt(row) : store.getDelivery(id);
     },
 

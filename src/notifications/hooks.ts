@@ -11,9 +11,9 @@ import type { Notify } from "./store";
 /** What the ledger reports (ledger/outcome.ts, ledger/settler.ts). */
 export interface LedgerEvents {
   /** A pending row became settled (once per payment: called in the transaction that marks it). */
-  settled(payment: PaymentFacts): void;
+  settled(payment: PaymentFacts): void | Promise<void>;
   /** The money moved on chain and no sale was recorded: an operator must look (see docs/notifications.md). */
-  moneyMovedWithoutSale(payment: PaymentFacts, transaction: string | null, reason: string): void;
+  moneyMovedWithoutSale(payment: PaymentFacts, transaction: string | null, reason: string): void | Promise<void>;
 }
 
 export const ledgerEvents = (notify: Notify): LedgerEvents => ({
@@ -24,8 +24,8 @@ export const ledgerEvents = (notify: Notify): LedgerEvents => ({
 
 /** What the entitlements store reports. */
 export interface EntitlementEvents {
-  granted(e: EntitlementFacts): void;
-  revoked(e: EntitlementFacts): void;
+  granted(e: EntitlementFacts): void | Promise<void>;
+  revoked(e: EntitlementFacts): void | Promise<void>;
 }
 
 export const entitlementEvents = (notify: Notify): EntitlementEvents => ({
@@ -65,8 +65,8 @@ export function reportReloadFailures(pricing: Pricing, notify: Notify, configDir
   };
   check(pricing.status().lastReload); // the start-up reload, done before this wrapper existed
   return {
-    reload(trigger) {
-      const report = pricing.reload(trigger);
+    async reload(trigger) {
+      const report = await pricing.reload(trigger);
       check(report);
       return report;
     },

@@ -90,15 +90,15 @@ const read = <S>(ok: S) => ({ 200: ok, 400: ErrorResponse, 401: ErrorResponse, 4
 
 export function webhooksModule(deps: WebhooksDeps) {
   const store = deps.notifications;
-  const owned = (id: string) => {
-    const w = store.getWebhook(id);
+  const owned = async (id: string) => {
+    const w = await store.getWebhook(id);
     if (!w) throw notFound(`no webhook ${id}`);
     if (w.source !== "api")
       throw conflict(`webhook ${id} is declared in a pricing file (${w.source}); edit the file to change it`);
     return w;
   };
-  const deliveryId = (text: string) => {
-    const d = /^[0-9]{1,15}$/.test(text) ? store.getDelivery(Number(text)) : undefined;
+  const deliveryId = async (text: string) => {
+    const d = /^[0-9]{1,15}$/.test(text) ? await store.getDelivery(Number(text)) : undefined;
     if (!d) throw notFound(`no delivery ${text}`);
     return d;
   };
@@ -106,7 +106,7 @@ export function webhooksModule(deps: WebhooksDeps) {
   return new Elysia({ name: "webhooks", prefix: WEBHOOKS_PREFIX })
     .use(jsonBody)
     .use(auth(deps))
-    .get("", () => ({ data: { webhooks: store.listWebhooks().map(webhookToWire) } }), {
+    .get("", async () => ({ data: { webhooks: (await store.listWebhooks()).map(webhookToWire) } }), {
       scope: "read",
       response: read(WebhookListResponse),
       detail: {
@@ -116,9 +116,9 @@ export function webhooksModule(deps: WebhooksDeps) {
     })
     .post(
       "",
-      ({ body, set }) => {
+      async ({ body, set }) => {
         checkUrl(body.url);
-        const w = store.createWebhook({ ...body, events: body.events as EventType[] | undefined });
+        const w = await store.createWebhook({ ...body, events: body.events as EventType[] | undefined });
         set.status = 201;
         return { data: { ...webhookToWire(w), secret: w.secret } };
       },
@@ -132,8 +132,8 @@ export function webhooksModule(deps: WebhooksDeps) {
     )
     .get(
       "/deliveries",
-      ({ query }) => {
-        const page = store.listDeliveries(
+      async ({ query }) => {
+        const page = await store.listDeliveries(
           { webhookId: query.webhook_id, state: query.state, eventType: query.event_type },
           {
             limit: parseLimit(query.limit, DELIVERIES_LIMIT),
@@ -156,9 +156,9 @@ export function webhooksModule(deps: WebhooksDeps) {
     .post(
       "/deliveries/:id/retry",
       async ({ params }) => {
-        const d = deliveryId(params.id);
+        const d = await deliveryId(params.id);
         if (d.state === "delivered") throw conflict(`delivery ${d.id} was delivered already`);
-        const row = store.retry(d.id)!;
+        const row = (await store.retry(d.id))!;
         return { data: deliveryToWire((await deps.dispatcher?.sendNow(row.id)) ?? row) };
       },
       {
@@ -170,8 +170,8 @@ export function webhooksModule(deps: WebhooksDeps) {
     )
     .get(
       "/:id",
-      ({ params }) => {
-        const w = store.getWebhook(params.id);
+      async ({ params }) => {
+        const w = await store.getWebhook(params.id);
         if (!w) throw notFound(`no webhook ${params.id}`);
         return { data: webhookToWire(w) };
       },
@@ -184,10 +184,10 @@ export function webhooksModule(deps: WebhooksDeps) {
     )
     .patch(
       "/:id",
-      ({ params, body }) => {
-        owned(params.id);
+      async ({ params, body }) => {
+        await owned(params.id);
         checkUrl(body.url);
-        const w = store.updateWebhook(params.id, { ...body, events: body.events as EventType[] | undefined })!;
+        const w = (await store.updateWebhook(params.id, { ...body, events: body.events as EventType[] | undefined }))!;
         return { data: webhookToWire(w) };
       },
       {
@@ -201,9 +201,9 @@ export function webhooksModule(deps: WebhooksDeps) {
     )
     .delete(
       "/:id",
-      ({ params }) => {
-        owned(params.id);
-        return { data: webhookToWire(store.deleteWebhook(params.id)!) };
+      async ({ params }) => {
+        await owned(params.id);
+        return { data: webhookToWire((await store.deleteWebhook(params.id))! ) };
       },
       {
         scope: "write",
@@ -215,9 +215,9 @@ export function webhooksModule(deps: WebhooksDeps) {
     .post(
       "/:id/test",
       async ({ params }) => {
-        const w = store.getWebhook(params.id);
+        const w = await store.getWebhook(params.id);
         if (!w) throw notFound(`no webhook ${params.id}`);
-        const queued = store.queueTest(w);
+        const queued = await store.queueTest(w);
         return { data: deliveryToWire((await deps.dispatcher?.sendNow(queued.id)) ?? queued) };
       },
       {

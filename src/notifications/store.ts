@@ -6,6 +6,7 @@
  * not at all (exactly one event per settled payment, even across a crash).
  * Nothing is sent here: the dispatcher (dispatcher.ts) reads the outbox.
  */
+import type { Awaitable } from "../db/awaitable";
 import { randomBytes } from "node:crypto";
 import { and, desc, eq, like, lt, lte, type SQL, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
@@ -363,7 +364,9 @@ export function createNotificationStore(db: Db, opts: { log?: NotificationsLog }
   };
 }
 
-export type NotificationStore = ReturnType<typeof createNotificationStore>;
+/** The SQLite store, synchronous; the app holds `NotificationStore`, which a PostgreSQL store implements too. */
+export type SqliteNotificationStore = ReturnType<typeof createNotificationStore>;
+export type NotificationStore = Awaitable<SqliteNotificationStore, "onQueued">;
 
 /** What the ledger and the entitlements store call: only `emit`. */
 export type Notify = Pick<NotificationStore, "emit">;

@@ -4,7 +4,7 @@
  * of each served file, and the storefront. No HTTP routing here (routes.ts).
  */
 import type { ContentStore } from "../content/store";
-import type { PricedContent } from "../gateway/catalog";
+import type { Catalog, PricedContent } from "../gateway/catalog";
 import type { Presentation } from "../pricing/load";
 import { pageScript, SCRIPT_VERSION } from "./assets";
 import { renderOffer, renderStorefront, SCRIPT_PATH } from "./page";
@@ -15,7 +15,7 @@ export interface PaywallDeps {
   publicUrl: string;
   /** The pricing files' `site:` and `storefront:` (none when pricing is off). */
   presentation: () => Presentation;
-  catalog: { lookup(cid: string): PricedContent | undefined };
+  catalog: Pick<Catalog, "lookup">;
   content: Pick<ContentStore, "list">;
 }
 
@@ -81,14 +81,14 @@ export function createPaywall(deps: PaywallDeps) {
      * setting must not give a paid file away). One pass over the index: the browser keeps the
      * logo for minutes, and the page is not waiting on it.
      */
-    logo(): string | undefined {
+    async logo(): Promise<string | undefined> {
       const logo = currentSite().logo;
       if (logo === undefined) return undefined;
       const indexed = deps.content.list().find((f) => f.path === logo);
-      return indexed && deps.catalog.lookup(indexed.cid) ? undefined : logo;
+      return indexed && (await deps.catalog.lookup(indexed.cid)) ? undefined : logo;
     },
     /** The storefront's HTML, or undefined when the creator did not ask for one. */
-    storefront(): string | undefined {
+    async storefront(): Promise<string | undefined> {
       const s = currentSite();
       if (!s.storefront) return undefined;
       const items: PricedContent[] = [];
@@ -97,7 +97,7 @@ export function createPaywall(deps: PaywallDeps) {
         if (items.length >= STOREFRONT_LIMIT) break;
         if (seen.has(cid)) continue;
         seen.add(cid);
-        const item = deps.catalog.lookup(cid);
+        const item = await deps.catalog.lookup(cid);
         if (item) items.push(item);
       }
       return renderStorefront(items, s);

@@ -43,7 +43,7 @@ export function paywallModule(paywall: Paywall, settings: { contentDir: string }
     .get(
       LOGO_PATH,
       async () => {
-        const logo = paywall.logo();
+        const logo = await paywall.logo();
         if (!logo) return errorResponse(404, "not_found", "no logo (site.logo in a pricing file, not a file for sale)");
         let file: ReturnType<typeof Bun.file>;
         try {
@@ -60,8 +60,8 @@ export function paywallModule(paywall: Paywall, settings: { contentDir: string }
     )
     .get(
       "/",
-      () => {
-        const html = paywall.storefront();
+      async () => {
+        const html = await paywall.storefront();
         if (html === undefined)
           return errorResponse(404, "not_found", "no storefront (storefront.list in a pricing file)");
         return new Response(html, {

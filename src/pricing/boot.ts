@@ -41,6 +41,6 @@ export async function preparePricing(opts: {
     log: opts.log,
     settleMs: opts.settings.configSettleMs,
   });
-  pricing.reload("start");
+  await pricing.reload("start");
   return pricing;
 }

@@ -85,9 +85,9 @@ export function configModule(deps: ConfigDeps) {
     )
     .post(
       "/reload",
-      ({ set }) => {
+      async ({ set }) => {
         if (!deps.pricing) throw new ApiError(503, "pricing_disabled", "pricing files are not loaded by this server");
-        const report = deps.pricing.reload("manual");
+        const report = await deps.pricing.reload("manual");
         if (report.result === "rejected") set.status = 422;
         return { data: reportToWire(report) };
       },

@@ -49,7 +49,8 @@ export interface PricingStatus {
 }
 
 export interface Pricing {
-  reload(trigger: ReloadTrigger): ReloadReport;
+  /** One at a time: a reload asked for while one runs starts when it ends. */
+  reload(trigger: ReloadTrigger): Promise<ReloadReport>;
   status(): PricingStatus;
   /** `site:` and `storefront:` of the state being served (the last reload not rejected). */
   presentation(): Presentation;
@@ -137,7 +138,14 @@ export function createPricing(opts: PricingOptions): Pricing {
     return out;
   }
 
-  function reload(trigger: ReloadTrigger): ReloadReport {
+  let queue: Promise<unknown> = Promise.resolve();
+  function reload(trigger: ReloadTrigger): Promise<ReloadReport> {
+    const next = queue.then(() => reloadNow(trigger));
+    queue = next.catch(() => undefined);
+    return next;
+  }
+
+  async function reloadNow(trigger: ReloadTrigger): Promise<ReloadReport> {
     const started = performance.now();
     const at = now();
     const doubtful = trigger === "check" || settleMs === 0 ? [] : inDoubt();
@@ -162,7 +170,7 @@ export function createPricing(opts: PricingOptions): Pricing {
       errors: loaded.errors,
       warnings: loaded.warnings,
     };
-    if (loaded.errors.length === 0 && !existsSync(opts.settings.configDir) && opts.instructions.hasFileInstructions()) {
+    if (loaded.errors.length === 0 && !existsSync(opts.settings.configDir) && (await opts.instructions.hasFileInstructions())) {
       // A mistyped CIDGATE_CONFIG_DIR or an unmounted volume must not delete every declared instruction.
       report.errors = [
         {
@@ -176,9 +184,9 @@ export function createPricing(opts: PricingOptions): Pricing {
       ];
     }
     if (report.errors.length === 0) {
-      const synced = reconcile(opts.instructions, loaded.instructions, at);
+      const synced = await reconcile(opts.instructions, loaded.instructions, at);
       if (synced.ok) {
-        const hooks = opts.webhooks?.syncFiles(loaded.webhooks);
+        const hooks = await opts.webhooks?.syncFiles(loaded.webhooks);
         const moved =
           changed(synced.changes) || (hooks !== undefined && hooks.created + hooks.updated + hooks.deleted > 0);
         report = { ...report, result: moved ? "applied" : "unchanged", changes: synced.changes };

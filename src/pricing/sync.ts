@@ -18,12 +18,12 @@ export type SyncResult = { ok: true; changes: SyncChanges } | { ok: false; error
  * Refuses, writing nothing, when a CID is attached to an instruction made
  * through the API.
  */
-export function reconcile(
+export async function reconcile(
   instructions: Pick<InstructionStore, "syncFiles">,
   desired: readonly DesiredInstruction[],
   now = new Date(),
-): SyncResult {
-  const result = instructions.syncFiles(desired, now);
+): Promise<SyncResult> {
+  const result = await instructions.syncFiles(desired, now);
   if (result.ok) return result;
   return {
     ok: false,

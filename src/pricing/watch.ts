@@ -58,7 +58,7 @@ export function watchPricing(opts: PricingWatchOptions): FolderWatcher {
       // A poll with nothing moved skips the reload; an event always reloads (cheap: unchanged files are cached).
       if (reason === "poll" && sig === last && opts.pricing.status().lastReload) return;
       last = sig;
-      opts.pricing.reload("config");
+      await opts.pricing.reload("config");
     },
     {
       debounceMs: opts.debounceMs ?? 100,

@@ -45,13 +45,16 @@ export function observePurchase(
     counters: FunnelCounters;
     metrics: Metrics;
     /** The priced item of a CID, for a proof whose decision names none (pending, unavailable, conflict). */
-    lookup: (cid: string) => Priced | undefined;
+    lookup: (cid: string) => Priced | undefined | Promise<Priced | undefined>;
   },
 ): Purchase {
   const { counters, metrics } = deps;
 
   function proofSeen(request: PurchaseRequest, d: Decision): Decision {
-    const item = "item" in d ? d.item : d.kind === "notFound" ? undefined : deps.lookup(request.cid);
+    // The decision looked the CID up a moment ago, so the catalog answers from its cache (synchronously);
+    // an answer still on its way (PostgreSQL, just after a change) is not waited for: one proof uncounted.
+    const found = "item" in d ? d.item : d.kind === "notFound" ? undefined : deps.lookup(request.cid);
+    const item = found instanceof Promise ? undefined : found;
     if (item) counters.proof(item);
     metrics.proof(outcomeOf(d));
     return d;

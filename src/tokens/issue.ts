@@ -28,7 +28,7 @@ export async function issueToken(
     expiresAt: new Date((now + opts.ttlSeconds) * 1000).toISOString(),
     revokedAt: null,
   };
-  store.record(record);
+  await store.record(record);
   return { token, record };
 }
 

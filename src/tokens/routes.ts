@@ -34,7 +34,7 @@ export function tokensModule(deps: TokensDeps) {
   const { tokens } = deps;
   return new Elysia({ name: "tokens", prefix: TOKENS_PREFIX })
     .use(auth(deps))
-    .get("", () => ({ data: { tokens: tokens.list().map((t) => tokenToWire(t)) } }), {
+    .get("", async () => ({ data: { tokens: (await tokens.list()).map((t) => tokenToWire(t)) } }), {
       scope: "read",
       response: { 200: TokenListResponse, 401: ErrorResponse, 403: ErrorResponse },
       detail: { tags: ["tokens"], summary: "List management tokens (ids, scopes, expiry, revocation), newest first" },

@@ -9,6 +9,7 @@
  * every read sees the last commit of any process (WAL), so a revoked token is
  * refused from the next request on, with no cache to go stale.
  */
+import type { Awaitable } from "../db/awaitable";
 import type { Db } from "../db/client";
 
 export interface TokenRecord {
@@ -20,7 +21,10 @@ export interface TokenRecord {
   revokedAt: string | null;
 }
 
-export interface TokenStore {
+/** The SQLite store, synchronous; the app holds `TokenStore`, which a PostgreSQL store implements too. */
+export type TokenStore = Awaitable<SqliteTokenStore>;
+
+export interface SqliteTokenStore {
   /** Records a token just signed. */
   record(token: Omit<TokenRecord, "revokedAt">): void;
   /** Newest first; expired ones too (they say so), up to `limit`. */
@@ -53,7 +57,7 @@ const toRecord = (r: Row): TokenRecord => ({
   revokedAt: r.revoked_at,
 });
 
-export function createTokenStore(db: Db): TokenStore {
+export function createTokenStore(db: Db): SqliteTokenStore {
   const sqlite = db.sqlite;
   const insert = sqlite.query<never, [string, string, string | null, string, string, string | null]>(
     `INSERT INTO management_tokens (id, scopes, label, created_at, expires_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?)

@@ -57,7 +57,7 @@ function priceFile(amount: string) {
 }
 
 test("writes through the stores are seen on the very next lookup", () => {
-  const catalog = createCatalog(db, stores, settings);
+  const catalog = createCatalog(stores, settings);
   expect(catalog.lookup(cid)).toBeUndefined(); // not priced yet (and that answer is cached)
   const { instructions } = stores;
   const inst = instructions.create({ name: "fee", requirements: [requirement("100")] });
@@ -73,7 +73,7 @@ test("writes through the stores are seen on the very next lookup", () => {
 
 test("a pricing reload and a content re-index are seen on the next lookup", async () => {
   priceFile("250");
-  const catalog = createCatalog(db, stores, settings);
+  const catalog = createCatalog(stores, settings);
   expect(priceOf(catalog)).toBe(250n);
   // A file-declared instruction cannot take an API instruction's CID: price another file instead.
   writeFileSync(join(settings.contentDir, "b.txt"), "more paid words\n");
@@ -105,7 +105,7 @@ test("a pricing reload and a content re-index are seen on the next lookup", asyn
 
 test("a payment does not throw the cached offer away", () => {
   priceFile("250");
-  const catalog = createCatalog(db, stores, settings);
+  const catalog = createCatalog(stores, settings);
   const first = catalog.lookup(cid);
   expect(first?.required.accepts[0]?.amount).toBe(250n);
   const claim = stores.payments.claim({
@@ -129,7 +129,7 @@ test("a payment does not throw the cached offer away", () => {
 
 test("a commit by another connection is seen without any write in this process", async () => {
   priceFile("250");
-  const catalog = createCatalog(db, stores, settings);
+  const catalog = createCatalog(stores, settings);
   expect(priceOf(catalog)).toBe(250n);
   // Raw SQL on the other connection: this process's generation does not move.
   other.sqlite.run("UPDATE payment_instructions SET requirements = ?, version = version + 1", [

@@ -42,7 +42,7 @@ function purchaseAt(now: number) {
   const { payments } = f.stores;
   const settler = createLedgerSettler({ payments, facilitator: downFacilitator, timeoutMs: 1000 });
   return createPurchase({
-    catalog: createCatalog(f.db, f.stores, f.settings),
+    catalog: createCatalog(f.stores, f.settings),
     payments,
     settler,
     entitlements: f.stores.entitlements,

@@ -337,7 +337,7 @@ describe("an unconfirmed settlement, then the buyer's client signs a fresh autho
       lookup: paymentLookup(stack.settings),
     });
     const purchase = createPurchase({
-      catalog: createCatalog(stack.db, stack.stores, { ...stack.settings, publicUrl: stack.url }),
+      catalog: createCatalog(stack.stores, { ...stack.settings, publicUrl: stack.url }),
       payments,
       settler,
       entitlements: stack.stores.entitlements,

@@ -34,7 +34,7 @@ test("a landed payment behind 500 undecidable pending rows is settled within two
   const unsearchableRpc = async (row: Payment): Promise<AuthorizationFinding> =>
     row.id === newest.id ? { state: "paid", txHash: landed } : { state: "unknown", detail: "not found (fault)" };
   const reconciler = createReconciler({
-    ...resolveDeps(db, stores, settings, createLogger("silent"), unsearchableRpc),
+    ...resolveDeps(stores, settings, createLogger("silent"), unsearchableRpc),
     intervalSeconds: 3600,
   });
 

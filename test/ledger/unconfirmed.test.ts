@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { type Db, openDb } from "../../src/db/client";
-import { createPaymentStore, isUnconfirmed, type PaymentStore } from "../../src/ledger/store";
+import { createPaymentStore, isUnconfirmed, type SqlitePaymentStore } from "../../src/ledger/store";
 import { claim } from "./claims";
 
 let db: Db;
-let payments: PaymentStore;
+let payments: SqlitePaymentStore;
 beforeEach(() => {
   db = openDb(":memory:");
   payments = createPaymentStore(db);
