@@ -83,6 +83,7 @@ let databases = 0;
 export function testServer(): Promise<TestServer> {
   starting ??= start().catch((e) => {
     starting = undefined; // a later test may try again (and fail with its own message)
+    stopNow(); // a half-made folder goes now
     throw e;
   });
   return starting;
@@ -210,7 +211,10 @@ async function start(): Promise<Started> {
       () => output.includes("ready to accept connections") || child.exitCode !== null,
       "PostgreSQL starting",
       60_000,
-    );
+    ).catch((e) => {
+      child.kill("SIGQUIT");
+      throw new Error(`${(e as Error).message}:\n${output}`);
+    });
     if (child.exitCode !== null) {
       lastOutput = output;
       if (output.includes("could not bind") || output.includes("Address already in use")) continue;
