@@ -50,11 +50,14 @@ function openError(url: string, what: string, e: unknown): Error {
   } catch {
     // not parsed: the whole URL may be a secret, so nothing of it is echoed below
   }
-  let reason = e instanceof Error ? e.message : String(e);
+  // drizzle wraps a failed statement as "Failed query: <the whole SQL>" with the server's error as
+  // its cause: the cause is the reason worth a line.
+  const inner = e instanceof Error && e.cause instanceof Error ? e.cause : e;
+  let reason = inner instanceof Error ? inner.message : String(inner);
   for (const secret of [password, password && decodeURIComponent(password), url]) {
     if (secret) reason = reason.split(secret).join("…");
   }
-  const cause = e instanceof Error && "code" in e && e.code ? ` (${e.code})` : "";
+  const cause = inner instanceof Error && "code" in inner && inner.code ? ` (${inner.code})` : "";
   return new Error(
     `cannot ${what} the PostgreSQL database ${displayUrl(url)}: ${reason.replace(/\s+/g, " ").trim()}${cause}`,
   );

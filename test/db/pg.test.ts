@@ -310,6 +310,44 @@ describe.skipIf(!pgAvailable())("PostgreSQL", () => {
     expect(await pg.db.select().from(pgSchema.leases)).toEqual([{ name: "c", holder: "h", expiresAt: 3 }]);
   });
 
+  test("text sorts by its bytes, as on SQLite, even in a database made with a language collation", async () => {
+    // A database whose default collation is ICU's en-US, where "b" < "B" < "C".
+    const url = new URL(await createTestDatabase());
+    const admin = await open(url.toString());
+    const name = `${url.pathname.slice(1)}_icu`;
+    await admin.sql.unsafe(
+      `CREATE DATABASE ${name} TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'`,
+    );
+    url.pathname = `/${name}`;
+    const pg = await open(url.toString());
+    const [ordered] = await pg.sql<
+      { a: string[] }[]
+    >`SELECT array_agg(x ORDER BY x) AS a FROM unnest(ARRAY['b', 'B', 'a']) x`;
+    expect(ordered?.a).toEqual(["a", "b", "B"]); // the database's own order is the language's
+    const now = "2026-01-01T00:00:00.000Z";
+    const names = ["b", "B", "a", "_z", "0x9A", "0x9a"];
+    await pg.db
+      .insert(pgSchema.paymentInstructions)
+      .values(names.map((n, i) => ({ id: `i${i}`, name: n, requirements: [], createdAt: now, updatedAt: now })));
+    const rows = await pg.db
+      .select()
+      .from(pgSchema.paymentInstructions)
+      .orderBy(asc(pgSchema.paymentInstructions.name));
+    const lite = openDb(":memory:", { backupBeforeMigration: false });
+    lite
+      .insert(sqliteSchema.paymentInstructions)
+      .values(names.map((n, i) => ({ id: `i${i}`, name: n, requirements: [], createdAt: now, updatedAt: now })))
+      .run();
+    const liteRows = lite
+      .select()
+      .from(sqliteSchema.paymentInstructions)
+      .orderBy(asc(sqliteSchema.paymentInstructions.name))
+      .all();
+    lite.sqlite.close();
+    expect(rows.map((r) => r.name)).toEqual(liteRows.map((r) => r.name));
+    expect(rows.map((r) => r.name)).toEqual(["0x9A", "0x9a", "B", "_z", "a", "b"]);
+  });
+
   test("a refused open (wrong password) is one line naming host and database, never the password", async () => {
     const url = new URL(await createTestDatabase());
     const database = url.pathname.slice(1);
