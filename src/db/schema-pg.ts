@@ -25,9 +25,9 @@ import {
   bigint,
   boolean,
   check,
+  customType,
   index,
   integer,
-  json,
   pgTable,
   primaryKey,
   text,
@@ -36,6 +36,18 @@ import {
 
 /** A 64-bit integer read as a JS number, as bun:sqlite reads SQLite's integers. */
 const int64 = (name: string) => bigint(name, { mode: "number" });
+/**
+ * A `json` column whose value goes to Bun's client as the JS value itself. drizzle's own `json()`
+ * hands the driver JSON.stringify(value), and Bun, which encodes a json parameter itself, encodes
+ * that string again: the column then holds a JSON string ('"[{...}]"'), which drizzle reads back
+ * fine but raw SQL, `db copy` and psql see as a string. Bun parses json on the way out as well.
+ */
+const json = <T = unknown>(name: string) =>
+  customType<{ data: T; driverData: T }>({
+    dataType: () => "json",
+    toDriver: (value) => value,
+    fromDriver: (value) => value,
+  })(name);
 /** An autoincrement id: assigned by the database unless given (`db copy` gives them). */
 const id = () => int64("id").primaryKey().generatedByDefaultAsIdentity();
 
@@ -261,7 +273,7 @@ export const webhooks = pgTable(
     /** HMAC-SHA256 key of the `Cidgate-Signature` header. */
     secret: text("secret").notNull(),
     /** JSON array of event types; empty: every event. */
-    events: json("events").$type<string[]>().notNull(),
+    events: json<string[]>("events").notNull(),
     description: text("description"),
     enabled: boolean("enabled").notNull().default(true),
     source: text("source").notNull().default("api"),

@@ -272,12 +272,16 @@ describe.skipIf(!pgAvailable())("PostgreSQL", () => {
       expect({ what, moved: (after ?? 0) - (before ?? 0) }).toEqual({ what, moved: moves });
       before = after;
     }
-    // json keeps the requirements as written, key order included (as SQLite's text does).
+    // json keeps the requirements as written, key order included (as SQLite's text does),
     const [i1] = await pg.db
       .select()
       .from(pgSchema.paymentInstructions)
       .where(eq(pgSchema.paymentInstructions.id, "i1"));
     expect(JSON.stringify(i1?.requirements)).toBe('[{"b":1,"a":2}]');
+    // Stored as a JSON array, not as a JSON string holding one (what raw SQL and `db copy` read).
+    const [raw] = await pg.sql<{ kind: string; text: string }[]>`
+      SELECT json_typeof(requirements) AS kind, requirements::text AS text FROM payment_instructions WHERE id = 'i1'`;
+    expect(raw).toEqual({ kind: "array", text: '[{"b":1,"a":2}]' });
   });
 
   test("transaction: a throw rolls back both inserts; q() is the transaction inside, the pool outside; nested joins", async () => {
