@@ -207,6 +207,15 @@ describe.skipIf(!pgAvailable())("PostgreSQL", () => {
       ],
       ["update three mappings", () => pg.db.update(pgSchema.cidMappings).set({ source: "file:x" }), 1],
       [
+        "upsert a mapping that exists (insert turned update)",
+        () =>
+          pg.db
+            .insert(pgSchema.cidMappings)
+            .values(mapping("c1"))
+            .onConflictDoUpdate({ target: pgSchema.cidMappings.cid, set: { source: "api" } }),
+        1,
+      ],
+      [
         "update an instruction",
         () =>
           pg.db
@@ -272,7 +281,7 @@ describe.skipIf(!pgAvailable())("PostgreSQL", () => {
       expect({ what, moved: (after ?? 0) - (before ?? 0) }).toEqual({ what, moved: moves });
       before = after;
     }
-    // json keeps the requirements as written, key order included (as SQLite's text does),
+    // json keeps the requirements as written, key order included (as SQLite's text does).
     const [i1] = await pg.db
       .select()
       .from(pgSchema.paymentInstructions)
