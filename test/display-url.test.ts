@@ -19,6 +19,11 @@ describe("displayUrl", () => {
     expect(displayUrl("abc123")).toBe("…");
     expect(displayUrl("wss://rpc.example/v2/abc123")).toBe("wss:…");
   });
+
+  test("a PostgreSQL URL keeps host, port and database; never the password", () => {
+    expect(displayUrl("postgres://app:abc123@db.example:5433/shop")).toBe("postgres://…@db.example:5433/shop");
+    expect(displayUrl("postgresql://db.example/shop?password=abc123")).toBe("postgresql://db.example/shop?…");
+  });
 });
 
 describe("a bad URL setting's report", () => {
