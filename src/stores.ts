@@ -6,8 +6,8 @@
  * other's writes (same-connection commits do not move `data_version`).
  */
 import { type ContentStore, createContentStore } from "./content/store";
-import { type CatalogChanges, createCatalogChanges, sqliteDataVersion } from "./db/changes";
 import type { MaybePromise } from "./db/awaitable";
+import { type CatalogChanges, createCatalogChanges, sqliteDataVersion } from "./db/changes";
 import type { Db } from "./db/client";
 import { createSiwxNonceStore, type SiwxNonceStore, type SqliteSiwxNonceStore } from "./entitlements/siwx-nonces";
 import { createEntitlementStore, type EntitlementStore, type SqliteEntitlementStore } from "./entitlements/store";

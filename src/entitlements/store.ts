@@ -14,9 +14,10 @@
  * of whatever spelling is asked, so the (payer, ...) indexes serve the hot
  * lookup; `lower(payer) = ?` would scan.
  */
-import type { Awaitable } from "../db/awaitable";
+
 import { and, desc, eq, gt, isNull, lt, or, type SQL, sql } from "drizzle-orm";
 import { checksumOrUndefined } from "../chain/address";
+import type { Awaitable } from "../db/awaitable";
 import type { Db } from "../db/client";
 import { entitlements } from "../db/schema";
 import type { EntitlementEvents } from "../notifications/hooks";

@@ -439,7 +439,11 @@ export function createPurchase(deps: PurchaseDeps) {
     if (paymentId && !paymentId.ok) return refuse(item, proof, paymentId.reason, paymentId.message);
     const payloadHash = paymentId?.ok ? paymentPayloadHash(proof.raw) : "";
     if (paymentId?.ok) {
-      const seen = await deps.paymentIdentifiers.remember(paymentId.id, payloadHash, new Date(now() * 1000).toISOString());
+      const seen = await deps.paymentIdentifiers.remember(
+        paymentId.id,
+        payloadHash,
+        new Date(now() * 1000).toISOString(),
+      );
       if (seen.kind === "conflict") {
         return {
           kind: "conflict",

@@ -13,9 +13,9 @@
  * second costs the facilitator one call per window, not one per probe.
  */
 import { type DocumentDecoration, Elysia } from "elysia";
-import type { Stores } from "../stores";
 import type { Facilitator } from "../facilitator/types";
 import type { Pricing } from "../pricing/service";
+import type { Stores } from "../stores";
 
 export interface HealthDeps {
   database: Pick<Stores, "ping">;
@@ -94,7 +94,11 @@ export function healthModule(deps: HealthDeps) {
     .get(
       "/readyz",
       async ({ set }) => {
-        const checks = { database: await checkDatabase(), pricing: checkPricing(), facilitator: await checkFacilitator() };
+        const checks = {
+          database: await checkDatabase(),
+          pricing: checkPricing(),
+          facilitator: await checkFacilitator(),
+        };
         const ready = Object.values(checks).every((c) => c.ok);
         set.status = ready ? 200 : 503;
         return { status: ready ? "ready" : "not ready", checks };

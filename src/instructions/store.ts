@@ -13,9 +13,10 @@
  * Lists use keyset pagination on the UUIDv7 id (newest first): no OFFSET scan,
  * and pages stay correct while rows are added or removed between calls.
  */
-import type { Awaitable, MaybePromise } from "../db/awaitable";
+
 import { and, asc, count, desc, eq, gt, inArray, lt, type SQL, sql } from "drizzle-orm";
 import { parseCid } from "../content/cid";
+import type { Awaitable, MaybePromise } from "../db/awaitable";
 import type { CatalogChanges } from "../db/changes";
 import type { Db, DbOrTx } from "../db/client";
 import { cidMappings, paymentInstructions } from "../db/schema";

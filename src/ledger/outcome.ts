@@ -5,8 +5,8 @@
  */
 
 import type { AuthorizationFinding, SettlementCheck } from "../chain/authorization";
-import type { AccessPolicy, AccessScope } from "../entitlements/policy";
 import { type MaybePromise, then } from "../db/awaitable";
+import type { AccessPolicy, AccessScope } from "../entitlements/policy";
 import type { Entitlement, EntitlementStore } from "../entitlements/store";
 import type { Facilitator, FacilitatorRequest } from "../facilitator/types";
 import { FacilitatorUnavailableError } from "../facilitator/types";

@@ -3,8 +3,9 @@
  * operators did to pending payments (who, when, what, on whose word).
  * Rows are only ever added.
  */
-import type { Awaitable } from "../db/awaitable";
+
 import { asc, eq } from "drizzle-orm";
+import type { Awaitable } from "../db/awaitable";
 import type { Db } from "../db/client";
 import { paymentResolutions } from "../db/schema";
 

@@ -80,7 +80,9 @@ export function createLedgerSettler(deps: SettlerDeps) {
           { cid: attempt.claim.cid, payer: attempt.claim.payer, tx: settled.transaction, reason: safeReason(error) },
           "settled on chain but not recorded",
         );
-        await Promise.resolve(deps.events?.moneyMovedWithoutSale(row, settled.transaction, "settled on chain but not recorded")).catch(
+        await Promise.resolve(
+          deps.events?.moneyMovedWithoutSale(row, settled.transaction, "settled on chain but not recorded"),
+        ).catch(
           () => undefined, // the database refused the sale; the log line above is what remains
         );
         return unconfirmed(

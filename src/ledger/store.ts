@@ -7,8 +7,9 @@
  * This store is the table's only writer; the settler (settler.ts) decides
  * what to write, the routes read through it.
  */
-import type { Awaitable } from "../db/awaitable";
+
 import { and, asc, count, desc, eq, gt, gte, lt, type SQL, sql } from "drizzle-orm";
+import type { Awaitable } from "../db/awaitable";
 import type { Db } from "../db/client";
 import { payments } from "../db/schema";
 import { createStatsQueries } from "../stats/queries";

@@ -203,7 +203,7 @@ export function webhooksModule(deps: WebhooksDeps) {
       "/:id",
       async ({ params }) => {
         await owned(params.id);
-        return { data: webhookToWire((await store.deleteWebhook(params.id))! ) };
+        return { data: webhookToWire((await store.deleteWebhook(params.id))!) };
       },
       {
         scope: "write",

@@ -6,9 +6,10 @@
  * not at all (exactly one event per settled payment, even across a crash).
  * Nothing is sent here: the dispatcher (dispatcher.ts) reads the outbox.
  */
-import type { Awaitable } from "../db/awaitable";
+
 import { randomBytes } from "node:crypto";
 import { and, desc, eq, like, lt, lte, type SQL, sql } from "drizzle-orm";
+import type { Awaitable } from "../db/awaitable";
 import type { Db } from "../db/client";
 import { webhookDeliveries, webhooks } from "../db/schema";
 import { type EventEnvelope, type EventType, envelope, TEST_EVENT } from "./events";

@@ -170,7 +170,11 @@ export function createPricing(opts: PricingOptions): Pricing {
       errors: loaded.errors,
       warnings: loaded.warnings,
     };
-    if (loaded.errors.length === 0 && !existsSync(opts.settings.configDir) && (await opts.instructions.hasFileInstructions())) {
+    if (
+      loaded.errors.length === 0 &&
+      !existsSync(opts.settings.configDir) &&
+      (await opts.instructions.hasFileInstructions())
+    ) {
       // A mistyped CIDGATE_CONFIG_DIR or an unmounted volume must not delete every declared instruction.
       report.errors = [
         {
