@@ -392,6 +392,8 @@ export function createPaymentStore(db: Db) {
           .select({ network: payments.network, asset: payments.asset, amount: payments.amount })
           .from(payments)
           .where(where)
+          // Read in the order of the sums' answer: the map keeps it.
+          .orderBy(payments.network, payments.asset)
           .all()) {
           const k = `${r.network}|${r.asset}`;
           const t = totals.get(k) ?? { network: r.network, asset: r.asset, amount: 0n, count: 0 };
