@@ -1,0 +1,144 @@
+/**
+ * The app's stores over either engine, for the instruction, pricing and
+ * catalog tests: SQLite as the app makes them (createStores), or the
+ * PostgreSQL instruction store (createPgInstructionStore) over a fresh
+ * database of the test server, with the catalog signal fed by
+ * catalog_generation's poll, as src/stores-pg.ts wires them.
+ *
+ * On PostgreSQL only the instructions (and the signal) are PostgreSQL's:
+ * these tests read and write nothing else, and the other stores stay on the
+ * replica's local SQLite until stores-pg.ts assembles them all.
+ *
+ * `rows`, `mappings` and `writeMark` read the tables the same way on both
+ * engines; `writeMark` moves when any row of them is written: SQLite's
+ * total_changes(), or on PostgreSQL catalog_generation and every row's
+ * xmin/ctid (an UPDATE that sets the same values still makes a new row
+ * version, so "no row touched" is what it checks).
+ */
+import { afterEach } from "bun:test";
+import { createContentStore } from "../../src/content/store";
+import { pollCatalogGeneration } from "../../src/db/catalog-generation-pg";
+import { createCatalogChanges } from "../../src/db/changes";
+import { type Db, openDb } from "../../src/db/client";
+import { openPg, type Pg } from "../../src/db/pg";
+import { createPgInstructionStore } from "../../src/instructions/store-pg";
+import type { Settings } from "../../src/settings";
+import { createStores, type SqliteStores, type Stores } from "../../src/stores";
+import { ENGINES, type Engine } from "../support/engines";
+import { createTestDatabase, pgAvailable } from "../support/postgres";
+
+export type { Engine } from "../support/engines";
+
+/** Both engines, or SQLite alone when PostgreSQL is not installed (said loudly by pgAvailable). */
+export async function enginesHere(suite: string): Promise<readonly Engine[]> {
+  return (await pgAvailable(suite)) ? ENGINES : ENGINES.filter((e) => e === "sqlite");
+}
+
+export interface InstructionRow {
+  id: string;
+  version: number;
+  name: string;
+  source: string;
+  /** The JSON text as stored. */
+  requirements: string;
+}
+
+export interface EngineStores<S extends Stores = Stores> {
+  engine: Engine;
+  stores: S;
+  /** SQLite: the database; PostgreSQL: the replica's local SQLite (its content index). */
+  local: Db;
+  /** PostgreSQL only. */
+  pg?: Pg;
+  /** Where a second process (a restart; on PostgreSQL another replica) opens the same database. */
+  location: string;
+  rows(): Promise<InstructionRow[]>;
+  mappings(): Promise<{ cid: string; instruction_id: string }[]>;
+  writeMark(): Promise<string>;
+  close(): Promise<void>;
+}
+
+const open: EngineStores[] = [];
+/** Every EngineStores a test opened is closed after it (a PostgreSQL pool holds server connections). */
+afterEach(async () => {
+  for (const s of open.splice(0)) await s.close();
+});
+
+/**
+ * The stores over `engine`. `location`: a SQLite file (default ":memory:"),
+ * or a PostgreSQL URL already made (default: a new database).
+ */
+export async function engineStores(
+  engine: "sqlite",
+  settings: Pick<Settings, "contentDir">,
+  location?: string,
+): Promise<EngineStores<SqliteStores>>;
+export async function engineStores(
+  engine: Engine,
+  settings: Pick<Settings, "contentDir">,
+  location?: string,
+): Promise<EngineStores>;
+export async function engineStores(
+  engine: Engine,
+  settings: Pick<Settings, "contentDir">,
+  location?: string,
+): Promise<EngineStores> {
+  const made =
+    engine === "sqlite" ? sqliteStores(settings, location ?? ":memory:") : await pgStores(settings, location);
+  open.push(made);
+  return made;
+}
+
+function sqliteStores(settings: Pick<Settings, "contentDir">, file: string): EngineStores<SqliteStores> {
+  const db = openDb(file);
+  const all = <T>(query: string) => db.sqlite.query<T, []>(query).all();
+  return {
+    engine: "sqlite",
+    stores: createStores(db, settings),
+    local: db,
+    location: file,
+    rows: async () =>
+      all<InstructionRow>("SELECT id, version, name, source, requirements FROM payment_instructions ORDER BY source"),
+    mappings: async () => all("SELECT cid, instruction_id FROM cid_mappings ORDER BY cid"),
+    writeMark: async () => String(all<{ n: number }>("SELECT total_changes() AS n")[0].n),
+    close: async () => db.sqlite.close(),
+  };
+}
+
+async function pgStores(settings: Pick<Settings, "contentDir">, url?: string): Promise<EngineStores> {
+  const location = url ?? (await createTestDatabase());
+  const pg = await openPg(location);
+  const local = openDb(":memory:");
+  const poll = pollCatalogGeneration(pg);
+  const changes = createCatalogChanges(poll.current);
+  const stores: Stores = {
+    ...createStores(local, settings),
+    changes,
+    content: createContentStore(local, settings, changes),
+    instructions: createPgInstructionStore(pg, changes),
+  };
+  return {
+    engine: "postgres",
+    stores,
+    local,
+    pg,
+    location,
+    rows: () => pg.sql<InstructionRow[]>`
+      SELECT id, version, name, source, requirements::text AS requirements FROM payment_instructions ORDER BY source`,
+    mappings: () => pg.sql<{ cid: string; instruction_id: string }[]>`
+      SELECT cid, instruction_id FROM cid_mappings ORDER BY cid`,
+    writeMark: async () =>
+      JSON.stringify(
+        await pg.sql`
+          SELECT 'generation' AS t, generation::text AS v FROM catalog_generation
+          UNION ALL SELECT 'i:' || id, xmin::text || ctid::text FROM payment_instructions
+          UNION ALL SELECT 'm:' || cid, xmin::text || ctid::text FROM cid_mappings
+          ORDER BY 1`,
+      ),
+    close: async () => {
+      poll.stop();
+      await pg.close();
+      local.sqlite.close();
+    },
+  };
+}
