@@ -5,12 +5,11 @@
  * catalog_generation, so no replica drops its cached offers), and a write
  * through one replica is seen by another's catalog_generation poll.
  */
-import { describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, test } from "bun:test";
 import { pollCatalogGeneration } from "../../src/db/catalog-generation-pg";
 import type { FileInstruction } from "../../src/instructions/file-sync-plan";
 import { eventually } from "../support/eventually";
-import { pgAvailable } from "../support/postgres";
-import { engineStores } from "./engines";
+import { closeEngineStores, engineStores, enginesHere } from "./engines";
 
 const USDC = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
 const PAY_TO = "0x1111111111111111111111111111111111111111";
@@ -35,77 +34,95 @@ function declared(key: string, amount: string, cids: string[]): FileInstruction 
 }
 
 const settings = { contentDir: "/nonexistent" };
+/** Two pools on a busy shared machine may take longer than bun's 5 s default (a limit, not a measurement). */
+const SLOW = 30_000;
 const generation = async (s: Awaited<ReturnType<typeof engineStores>>) =>
   Number((await s.pg!.sql<{ g: string }[]>`SELECT generation::text AS g FROM catalog_generation`)[0].g);
 
-describe.skipIf(!(await pgAvailable("instructions across replicas (PostgreSQL)")))("two replicas, one database", () => {
-  test("two syncs of the same files at once from two pools end with the rows one sync makes", async () => {
-    const a = await engineStores("postgres", settings);
-    const b = await engineStores("postgres", settings, a.location);
-    const desired = [declared("one", "10", [CIDS[0], CIDS[1]]), declared("two", "20", [CIDS[2]])];
+afterEach(closeEngineStores);
 
-    const [ra, rb] = await Promise.all([
-      a.stores.instructions.syncFiles(desired),
-      b.stores.instructions.syncFiles(desired),
-    ]);
-    // One made everything, the other (serialized behind it) found nothing to do.
-    const made = [ra, rb].map((r) => (r.ok ? r.changes.created.length : -1)).sort();
-    expect(made).toEqual([0, 2]);
-    const rows = await a.rows();
-    expect(rows.map((r) => [r.source, r.version])).toEqual([
-      ["file:prices.yaml#one", 1],
-      ["file:prices.yaml#two", 1],
-    ]);
-    const ids = Object.fromEntries(rows.map((r) => [r.name, r.id]));
-    expect(await a.mappings()).toEqual(
-      [
-        { cid: CIDS[0], instruction_id: ids.one },
-        { cid: CIDS[1], instruction_id: ids.one },
-        { cid: CIDS[2], instruction_id: ids.two },
-      ].sort((x, y) => (x.cid < y.cid ? -1 : 1)),
-    );
+const engines = await enginesHere("instructions across replicas (PostgreSQL)");
 
-    // The same files again, from either replica: not one row touched, catalog_generation unmoved.
-    const mark = await a.writeMark();
-    const moved = await generation(a);
-    const again = await b.stores.instructions.syncFiles(desired);
-    expect(again).toEqual({
-      ok: true,
-      changes: { created: [], updated: [], deleted: [], cidsAttached: 0, cidsDetached: 0 },
-    });
-    expect(await generation(a)).toBe(moved);
-    expect(await a.writeMark()).toBe(mark);
-  });
+describe.skipIf(!engines.includes("postgres"))("two replicas, one database", () => {
+  test(
+    "two syncs of the same files at once from two pools end with the rows one sync makes",
+    async () => {
+      const a = await engineStores("postgres", settings);
+      const b = await engineStores("postgres", settings, a.location);
+      const desired = [declared("one", "10", [CIDS[0], CIDS[1]]), declared("two", "20", [CIDS[2]])];
 
-  test("an identical sync leaves catalog_generation where it was; a change moves it", async () => {
-    const a = await engineStores("postgres", settings);
-    const desired = [declared("one", "10", [CIDS[0]])];
-    await a.stores.instructions.syncFiles(desired);
-    const before = await generation(a);
-    expect(before).toBeGreaterThan(0);
-    await a.stores.instructions.syncFiles(desired);
-    expect(await generation(a)).toBe(before);
-    const priced = await a.stores.instructions.syncFiles([declared("one", "11", [CIDS[0]])]);
-    expect(priced.ok && priced.changes.updated.map((u) => u.version)).toEqual([2]);
-    expect(await generation(a)).toBeGreaterThan(before);
-  });
+      const [ra, rb] = await Promise.all([
+        a.stores.instructions.syncFiles(desired),
+        b.stores.instructions.syncFiles(desired),
+      ]);
+      // One made everything, the other (serialized behind it) found nothing to do.
+      const made = [ra, rb].map((r) => (r.ok ? r.changes.created.length : -1)).sort();
+      expect(made).toEqual([0, 2]);
+      const rows = await a.rows();
+      expect(rows.map((r) => [r.source, r.version])).toEqual([
+        ["file:prices.yaml#one", 1],
+        ["file:prices.yaml#two", 1],
+      ]);
+      const ids = Object.fromEntries(rows.map((r) => [r.name, r.id]));
+      expect(await a.mappings()).toEqual(
+        [
+          { cid: CIDS[0], instruction_id: ids.one },
+          { cid: CIDS[1], instruction_id: ids.one },
+          { cid: CIDS[2], instruction_id: ids.two },
+        ].sort((x, y) => (x.cid < y.cid ? -1 : 1)),
+      );
 
-  test("a write through one replica is seen by another replica's catalog_generation poll", async () => {
-    const a = await engineStores("postgres", settings);
-    const b = await engineStores("postgres", settings, a.location);
-    const poll = pollCatalogGeneration(b.pg!);
-    try {
-      await eventually(() => poll.current() >= 0, "the first read of catalog_generation");
-      const seen = poll.current();
-      await a.stores.instructions.create({
-        name: "by hand",
-        requirements: [{ network: "base-sepolia", asset: USDC, pay_to: PAY_TO, amount: "5" }],
+      // The same files again, from either replica: not one row touched, catalog_generation unmoved.
+      const mark = await a.writeMark();
+      const moved = await generation(a);
+      const again = await b.stores.instructions.syncFiles(desired);
+      expect(again).toEqual({
+        ok: true,
+        changes: { created: [], updated: [], deleted: [], cidsAttached: 0, cidsDetached: 0 },
       });
-      await eventually(() => poll.current() > seen, "replica b seeing replica a's write");
-      // And through b's catalog signal, as the catalog asks it.
-      expect(b.stores.changes.elsewhere()).toBeGreaterThan(seen);
-    } finally {
-      poll.stop();
-    }
-  });
+      expect(await generation(a)).toBe(moved);
+      expect(await a.writeMark()).toBe(mark);
+    },
+    SLOW,
+  );
+
+  test(
+    "an identical sync leaves catalog_generation where it was; a change moves it",
+    async () => {
+      const a = await engineStores("postgres", settings);
+      const desired = [declared("one", "10", [CIDS[0]])];
+      await a.stores.instructions.syncFiles(desired);
+      const before = await generation(a);
+      expect(before).toBeGreaterThan(0);
+      await a.stores.instructions.syncFiles(desired);
+      expect(await generation(a)).toBe(before);
+      const priced = await a.stores.instructions.syncFiles([declared("one", "11", [CIDS[0]])]);
+      expect(priced.ok && priced.changes.updated.map((u) => u.version)).toEqual([2]);
+      expect(await generation(a)).toBeGreaterThan(before);
+    },
+    SLOW,
+  );
+
+  test(
+    "a write through one replica is seen by another replica's catalog_generation poll",
+    async () => {
+      const a = await engineStores("postgres", settings);
+      const b = await engineStores("postgres", settings, a.location);
+      const poll = pollCatalogGeneration(b.pg!);
+      try {
+        await eventually(() => poll.current() >= 0, "the first read of catalog_generation");
+        const seen = poll.current();
+        await a.stores.instructions.create({
+          name: "by hand",
+          requirements: [{ network: "base-sepolia", asset: USDC, pay_to: PAY_TO, amount: "5" }],
+        });
+        await eventually(() => poll.current() > seen, "replica b seeing replica a's write");
+        // And through b's catalog signal (its own poll), as the catalog asks it.
+        await eventually(() => b.stores.changes.elsewhere() > seen, "replica b's catalog signal moving");
+      } finally {
+        poll.stop();
+      }
+    },
+    SLOW,
+  );
 });
