@@ -24,6 +24,7 @@ import { createPgInstructionStore } from "../../src/instructions/store-pg";
 import type { Settings } from "../../src/settings";
 import { createStores, type SqliteStores, type Stores } from "../../src/stores";
 import { ENGINES, type Engine } from "../support/engines";
+import { eventually } from "../support/eventually";
 import { createTestDatabase, pgAvailable, testServer } from "../support/postgres";
 
 export type { Engine } from "../support/engines";
@@ -59,6 +60,12 @@ export interface EngineStores<S extends Stores = Stores> {
   rows(): Promise<InstructionRow[]>;
   mappings(): Promise<{ cid: string; instruction_id: string }[]>;
   writeMark(): Promise<string>;
+  /**
+   * Resolves once the catalog signal's `elsewhere()` has caught up with this database's own writes
+   * (PostgreSQL: the poll has read the current catalog_generation; SQLite: at once, as a connection's
+   * own commits do not move data_version). A test that checks a cached answer survives waits here first.
+   */
+  settled(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -74,7 +81,7 @@ export async function closeEngineStores(): Promise<void> {
 
 /**
  * The stores over `engine`. `location`: a SQLite file (default ":memory:"),
- * or a PostgreSQL URL already made (default: a new database).
+ * or a PostgreSQL URL already made (default: this file's database, emptied).
  */
 export async function engineStores(
   engine: "sqlite",
@@ -93,6 +100,13 @@ export async function engineStores(
 ): Promise<EngineStores> {
   const made =
     engine === "sqlite" ? sqliteStores(settings, location ?? ":memory:") : await pgStores(settings, location);
+  // Closed once, whether the test closes it (a restart) or closeEngineStores does.
+  const close = made.close;
+  let closed: Promise<void> | undefined;
+  made.close = () => {
+    closed ??= close();
+    return closed;
+  };
   open.push(made);
   return made;
 }
@@ -109,6 +123,7 @@ function sqliteStores(settings: Pick<Settings, "contentDir">, file: string): Eng
       all<InstructionRow>("SELECT id, version, name, source, requirements FROM payment_instructions ORDER BY source"),
     mappings: async () => all("SELECT cid, instruction_id FROM cid_mappings ORDER BY cid"),
     writeMark: async () => String(all<{ n: number }>("SELECT total_changes() AS n")[0].n),
+    settled: async () => {},
     close: async () => db.sqlite.close(),
   };
 }
@@ -151,6 +166,11 @@ async function pgStores(settings: Pick<Settings, "contentDir">, url?: string): P
           UNION ALL SELECT 'm:' || cid, xmin::text || ctid::text FROM cid_mappings
           ORDER BY 1`,
       ),
+    settled: () =>
+      eventually(async () => {
+        const [row] = await pg.sql<{ g: string }[]>`SELECT generation::text AS g FROM catalog_generation`;
+        return poll.current() === Number(row.g);
+      }, "the catalog_generation poll catching up"),
     close: async () => {
       poll.stop();
       await pg.close();
