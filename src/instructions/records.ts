@@ -5,6 +5,7 @@
  * page shape. Each store keeps only its queries and its transactions, so the
  * two cannot drift apart in what they answer or refuse.
  */
+import { type AnyColumn, and, eq, gt, lt, type SQL } from "drizzle-orm";
 import { parseCid } from "../content/cid";
 import {
   ACCESS_RULE,
@@ -219,17 +220,27 @@ export function cidNotAttached(cid: string, id: string) {
   return notFound(`CID ${cid} is not attached to payment instruction ${id}`);
 }
 
-/** A list's filters, checked and normalized (400s name the parameter): each store turns them into its WHERE. */
-export function listFilters(opts: ListInstructionsOptions) {
-  /** Ids below this one (newest first: the page after the token's). */
-  const before = opts.pageToken === undefined ? undefined : decodePageToken("i", opts.pageToken);
-  let id: string | undefined;
+/**
+ * A list's WHERE over either engine's tables (drizzle's operators take either dialect's columns):
+ * the filters checked first, in the order they are reported (400s name the parameter). `heldBy`
+ * makes "the instruction holding this CID" as the store's own subquery.
+ */
+export function listWhere(
+  opts: ListInstructionsOptions,
+  t: { id: AnyColumn; name: AnyColumn },
+  heldBy: (cid: string) => SQL,
+): SQL | undefined {
+  const where: SQL[] = [];
+  // Newest first: the page after a token is the ids below its last one.
+  if (opts.pageToken !== undefined) where.push(lt(t.id, decodePageToken("i", opts.pageToken)));
+  if (opts.name !== undefined) where.push(eq(t.name, opts.name));
   if (opts.id !== undefined) {
-    id = instructionKey(opts.id);
+    const id = instructionKey(opts.id);
     if (!id) throw badRequest("id is not a valid id", [{ path: "id", message: "must be a UUID" }]);
+    where.push(eq(t.id, id));
   }
-  const cid = opts.cid === undefined ? undefined : normalizeCid(opts.cid);
-  return { before, name: opts.name, id, cid };
+  if (opts.cid !== undefined) where.push(heldBy(normalizeCid(opts.cid)));
+  return and(...where);
 }
 
 /** `rows` fetched with limit + 1: the page, and a token when a row is left over. */
@@ -241,9 +252,15 @@ export function instructionPage(
   return rows.length > limit ? { items, nextPageToken: encodePageToken("i", items[items.length - 1].id) } : { items };
 }
 
-/** The CID after which `listCids` goes on, if a token is given. */
-export function cidsAfter(pageToken: string | undefined): string | undefined {
-  return pageToken === undefined ? undefined : decodePageToken("c", pageToken);
+/** An instruction's CIDs, after the page token's (CID order: the keyset), over either engine's table. */
+export function cidsWhere(
+  instructionId: string,
+  pageToken: string | undefined,
+  m: { instructionId: AnyColumn; cid: AnyColumn },
+): SQL | undefined {
+  const where = [eq(m.instructionId, instructionId)];
+  if (pageToken !== undefined) where.push(gt(m.cid, decodePageToken("c", pageToken)));
+  return and(...where);
 }
 
 /** CIDs fetched with limit + 1, in CID order: the page, and a token when one is left over. */

@@ -13,7 +13,7 @@
  * row's key-share lock and the delete fails on the foreign key: a 500
  * instead of the 409).
  */
-import { and, asc, count, desc, eq, gt, inArray, like, lt, type SQL } from "drizzle-orm";
+import { and, asc, count, desc, eq, inArray, like } from "drizzle-orm";
 import { parseCid } from "../content/cid";
 import type { Async } from "../db/awaitable";
 import type { CatalogChanges } from "../db/changes";
@@ -29,14 +29,14 @@ import {
   checkPatch,
   cidNotAttached,
   cidPage,
-  cidsAfter,
+  cidsWhere,
   cidTaken,
   type InstructionRecord,
   instructionKey,
   instructionNotFound,
   instructionPage,
   type ListInstructionsOptions,
-  listFilters,
+  listWhere,
   newInstructionRow,
   normalizeCid,
   stillAttached,
@@ -89,24 +89,17 @@ export function createPgInstructionStore(pg: Pg, changes: CatalogChanges): PgIns
   }
 
   async function list(opts: ListInstructionsOptions): Promise<{ items: InstructionRecord[]; nextPageToken?: string }> {
-    const f = listFilters(opts);
     const q = pg.q();
-    const where: SQL[] = [];
-    if (f.before !== undefined) where.push(lt(paymentInstructions.id, f.before));
-    if (f.name !== undefined) where.push(eq(paymentInstructions.name, f.name));
-    if (f.id !== undefined) where.push(eq(paymentInstructions.id, f.id));
-    if (f.cid !== undefined) {
-      where.push(
-        inArray(
-          paymentInstructions.id,
-          q.select({ id: cidMappings.instructionId }).from(cidMappings).where(eq(cidMappings.cid, f.cid)),
-        ),
-      );
-    }
+    const where = listWhere(opts, paymentInstructions, (cid) =>
+      inArray(
+        paymentInstructions.id,
+        q.select({ id: cidMappings.instructionId }).from(cidMappings).where(eq(cidMappings.cid, cid)),
+      ),
+    );
     const rows = await q
       .select()
       .from(paymentInstructions)
-      .where(and(...where))
+      .where(where)
       .orderBy(desc(paymentInstructions.id))
       .limit(opts.limit + 1);
     return instructionPage(rows, opts.limit);
@@ -200,14 +193,11 @@ export function createPgInstructionStore(pg: Pg, changes: CatalogChanges): PgIns
     opts: { limit: number; pageToken?: string },
   ): Promise<{ cids: string[]; nextPageToken?: string }> {
     const row = await requireRow(id);
-    const after = cidsAfter(opts.pageToken);
-    const where: SQL[] = [eq(cidMappings.instructionId, row.id)];
-    if (after !== undefined) where.push(gt(cidMappings.cid, after));
     const rows = await pg
       .q()
       .select({ cid: cidMappings.cid })
       .from(cidMappings)
-      .where(and(...where))
+      .where(cidsWhere(row.id, opts.pageToken, cidMappings))
       .orderBy(asc(cidMappings.cid))
       .limit(opts.limit + 1);
     return cidPage(rows, opts.limit);

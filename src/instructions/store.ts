@@ -14,7 +14,7 @@
  * and pages stay correct while rows are added or removed between calls.
  */
 
-import { and, asc, count, desc, eq, gt, inArray, lt, type SQL, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, inArray, sql } from "drizzle-orm";
 import { parseCid } from "../content/cid";
 import type { Awaitable, MaybePromise } from "../db/awaitable";
 import type { CatalogChanges } from "../db/changes";
@@ -35,14 +35,14 @@ import {
   checkPatch,
   cidNotAttached,
   cidPage,
-  cidsAfter,
+  cidsWhere,
   cidTaken,
   type InstructionRecord,
   instructionKey,
   instructionNotFound,
   instructionPage,
   type ListInstructionsOptions,
-  listFilters,
+  listWhere,
   newInstructionRow,
   normalizeCid,
   stillAttached,
@@ -113,23 +113,16 @@ export function createInstructionStore(db: Db, changes: CatalogChanges) {
   }
 
   function list(opts: ListInstructionsOptions): { items: InstructionRecord[]; nextPageToken?: string } {
-    const f = listFilters(opts);
-    const where: SQL[] = [];
-    if (f.before !== undefined) where.push(lt(paymentInstructions.id, f.before));
-    if (f.name !== undefined) where.push(eq(paymentInstructions.name, f.name));
-    if (f.id !== undefined) where.push(eq(paymentInstructions.id, f.id));
-    if (f.cid !== undefined) {
-      where.push(
-        inArray(
-          paymentInstructions.id,
-          db.select({ id: cidMappings.instructionId }).from(cidMappings).where(eq(cidMappings.cid, f.cid)),
-        ),
-      );
-    }
+    const where = listWhere(opts, paymentInstructions, (cid) =>
+      inArray(
+        paymentInstructions.id,
+        db.select({ id: cidMappings.instructionId }).from(cidMappings).where(eq(cidMappings.cid, cid)),
+      ),
+    );
     const rows = db
       .select()
       .from(paymentInstructions)
-      .where(and(...where))
+      .where(where)
       .orderBy(desc(paymentInstructions.id))
       .limit(opts.limit + 1)
       .all();
@@ -214,13 +207,10 @@ export function createInstructionStore(db: Db, changes: CatalogChanges) {
     opts: { limit: number; pageToken?: string },
   ): { cids: string[]; nextPageToken?: string } {
     const row = requireRow(db, id);
-    const after = cidsAfter(opts.pageToken);
-    const where: SQL[] = [eq(cidMappings.instructionId, row.id)];
-    if (after !== undefined) where.push(gt(cidMappings.cid, after));
     const rows = db
       .select({ cid: cidMappings.cid })
       .from(cidMappings)
-      .where(and(...where))
+      .where(cidsWhere(row.id, opts.pageToken, cidMappings))
       .orderBy(asc(cidMappings.cid))
       .limit(opts.limit + 1)
       .all();
