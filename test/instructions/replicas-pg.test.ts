@@ -7,6 +7,7 @@
  */
 import { afterEach, describe, expect, test } from "bun:test";
 import { pollCatalogGeneration } from "../../src/db/catalog-generation-pg";
+import type { Pg } from "../../src/db/pg";
 import type { FileInstruction } from "../../src/instructions/file-sync-plan";
 import { eventually } from "../support/eventually";
 import { closeEngineStores, engineStores, enginesHere } from "./engines";
@@ -119,6 +120,36 @@ describe.skipIf(!engines.includes("postgres"))("two replicas, one database", () 
         await eventually(() => poll.current() > seen, "replica b seeing replica a's write");
         // And through b's catalog signal (its own poll), as the catalog asks it.
         await eventually(() => b.stores.changes.elsewhere() > seen, "replica b's catalog signal moving");
+      } finally {
+        poll.stop();
+      }
+    },
+    SLOW,
+  );
+
+  test(
+    "a failing read of catalog_generation is said once, retried, and the poll goes on when it answers again",
+    async () => {
+      const a = await engineStores("postgres", settings);
+      // Fault injection: the first reads fail as a lost connection would, then the real pool answers.
+      let failuresLeft = 5;
+      const faultyPg = {
+        ...a.pg!,
+        db: {
+          execute: (query: Parameters<Pg["db"]["execute"]>[0]) =>
+            failuresLeft-- > 0 ? Promise.reject(new Error("injected: connection lost")) : a.pg!.db.execute(query),
+        },
+      } as unknown as Pg;
+      const said: [string, string, object][] = [];
+      const poll = pollCatalogGeneration(faultyPg, 10, {
+        error: (obj, msg) => said.push(["error", msg, obj]),
+        info: (obj, msg) => said.push(["info", msg, obj]),
+      });
+      try {
+        await eventually(() => poll.current() >= 0, "the poll answering after the failures");
+        expect(failuresLeft).toBeLessThan(0); // every injected failure was met, and retried
+        expect(said.map(([level]) => level)).toEqual(["error", "info"]);
+        expect(said[0][2]).toEqual({ event: "catalog-generation", err: "injected: connection lost" });
       } finally {
         poll.stop();
       }
