@@ -18,7 +18,7 @@ import { entitlements } from "../db/schema-pg";
 import type { EntitlementEvents } from "../notifications/hooks";
 import { activeAt, keysetPage, listWhere } from "./filter";
 import { expiryOf } from "./policy";
-import { type Entitlement, iso, longestLasting, type SqliteEntitlementStore } from "./store";
+import { type Entitlement, grantRow, iso, longestLasting, type SqliteEntitlementStore } from "./store";
 
 export type PgEntitlementStore = Async<SqliteEntitlementStore>;
 
@@ -84,18 +84,7 @@ export function createPgEntitlementStore(pg: Pg, events?: EntitlementEvents): Pg
         const [row] = await pg
           .q()
           .insert(t)
-          .values({
-            payer,
-            scope: input.cid ? "cid" : "instruction",
-            cid: input.cid ?? null,
-            instructionId: input.instructionId,
-            source: "grant",
-            paymentId: null,
-            grantedAt: iso(nowSeconds),
-            expiresAt: input.expiresAt ?? null,
-            revokedAt: null,
-            note: input.note ?? null,
-          })
+          .values(grantRow(input, payer, nowSeconds))
           .returning();
         await events?.granted(row);
         return row;

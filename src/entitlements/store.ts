@@ -61,6 +61,21 @@ const checksummed = checksumOrUndefined;
 
 export const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
 
+/** The row of a grant by hand, on either engine: scope "cid" when a CID is given, else "instruction". */
+export function grantRow(input: GrantInput, payer: string, nowSeconds: number) {
+  return {
+    payer,
+    scope: input.cid ? ("cid" as const) : ("instruction" as const),
+    cid: input.cid ?? null,
+    instructionId: input.instructionId,
+    source: "grant" as const,
+    paymentId: null,
+    grantedAt: iso(nowSeconds),
+    expiresAt: input.expiresAt ?? null,
+    note: input.note ?? null,
+  };
+}
+
 const ENTITLEMENT_COLUMNS = `id, payer, scope, cid, instruction_id AS instructionId, source, payment_id AS paymentId,
   granted_at AS grantedAt, expires_at AS expiresAt, revoked_at AS revokedAt, note`;
 const SELECT_ENTITLEMENT = `SELECT ${ENTITLEMENT_COLUMNS} FROM entitlements`;
@@ -169,17 +184,7 @@ export function createEntitlementStore(db: Db, events?: EntitlementEvents) {
       if (!payer) throw new Error(`not an address: ${input.payer}`);
       // The row and its webhook event together (bun:sqlite nests a transaction as a savepoint).
       return db.sqlite.transaction(() => {
-        const row = statements.insert.get({
-          payer,
-          scope: input.cid ? "cid" : "instruction",
-          cid: input.cid ?? null,
-          instructionId: input.instructionId,
-          source: "grant",
-          paymentId: null,
-          grantedAt: iso(nowSeconds),
-          expiresAt: input.expiresAt ?? null,
-          note: input.note ?? null,
-        })!;
+        const row = statements.insert.get(grantRow(input, payer, nowSeconds))!;
         events?.granted(row);
         return row;
       })();
