@@ -72,10 +72,9 @@ export function composeApp(deps: AppDeps) {
   const { payments, entitlements } = stores;
   const publicUrl = deps.publicUrl ?? settings.publicUrl;
   const stats = createStats(deps.db, {
-    instructionName: (id) => {
+    instructionName: async (id) => {
       try {
-        const instruction = stores.instructions.get(id);
-        return instruction instanceof Promise ? undefined : instruction.name;
+        return (await stores.instructions.get(id)).name;
       } catch {
         return undefined; // deleted since it sold
       }
