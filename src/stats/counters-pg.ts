@@ -71,26 +71,26 @@ export function createPgFunnelCounters(pg: Pg, options: { flushIntervalMs?: numb
       );
     });
 
+  /** Takes every count gathered so far (at the call, before any await) and writes it in one transaction. */
+  async function writeTaken(): Promise<number> {
+    const rows = counts.take();
+    if (rows.length === 0) return 0;
+    try {
+      await write(rows);
+    } catch (error) {
+      counts.failed(); // rolled back: kept for the next flush
+      throw error;
+    }
+    counts.written();
+    return rows.length;
+  }
+
   /** The flush under way, if any: the next one waits for it (one write at a time, rows never taken twice). */
   let running: Promise<number> | undefined;
 
-  /** Writes every count gathered so far (one transaction) and starts afresh. */
+  /** Writes every count gathered so far and starts afresh: counts made while it awaits go to the next one. */
   function flush(): Promise<number> {
-    const previous = running;
-    const next: Promise<number> = (async () => {
-      await previous?.catch(() => {});
-      // Taken when this write starts: counts made while it awaits go to the next one.
-      const rows = counts.take();
-      if (rows.length === 0) return 0;
-      try {
-        await write(rows);
-      } catch (error) {
-        counts.failed(); // rolled back: kept for the next flush
-        throw error;
-      }
-      counts.written();
-      return rows.length;
-    })();
+    const next = running ? running.catch(() => 0).then(writeTaken) : writeTaken();
     running = next;
     void next
       .finally(() => {
