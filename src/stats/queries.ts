@@ -125,7 +125,9 @@ const POSTGRES: Omit<Dialect, "all"> = {
   // sales_amount(): the triggers' own reading of an amount (drizzle-pg/0002), SQLite's cast.
   ledgerAmount: `cast(sum(sales_amount(amount)) AS text) AS amount,
   string_agg(CASE WHEN length(amount) > 15 THEN amount END, ',') AS big`,
-  cidIn: "cid IN (SELECT json_array_elements_text(CAST($cids AS json)))",
+  // Declared text first: a parameter PostgreSQL types json is JSON-encoded again by Bun's client
+  // (the array's text would arrive as one JSON string).
+  cidIn: "cid IN (SELECT json_array_elements_text(CAST(CAST($cids AS text) AS json)))",
 };
 
 function exact<R extends { amount: string; big?: string | null }>(rows: R[]): R[] {
