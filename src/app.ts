@@ -73,11 +73,10 @@ export function composeApp(deps: AppDeps) {
   const stores = deps.stores ?? createStores(deps.db as Db, settings);
   const { payments, entitlements } = stores;
   const publicUrl = deps.publicUrl ?? settings.publicUrl;
-  const stats = createStats(deps.db as Db, {
-    instructionName: (id) => {
+  const stats = createStats(deps.db, {
+    instructionName: async (id) => {
       try {
-        const instruction = stores.instructions.get(id);
-        return instruction instanceof Promise ? undefined : instruction.name;
+        return (await stores.instructions.get(id)).name;
       } catch {
         return undefined; // deleted since it sold
       }
