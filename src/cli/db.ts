@@ -6,11 +6,9 @@
  */
 import { displayUrl } from "../display-url";
 import { grid } from "../grid";
-import { loadSettingsOrReport } from "../settings";
+import { loadSettingsOrReport, selectsPostgres } from "../settings";
 import { defineCommand, defineGroup, UsageError } from "./command";
 import { missingDatabase } from "./existing-db";
-
-const POSTGRES_URL = /^postgres(ql)?:\/\//i;
 
 const copy = defineCommand({
   name: "db copy",
@@ -26,10 +24,10 @@ const copy = defineCommand({
   async run({ values, who }) {
     const to = values.to;
     if (to === undefined) throw new UsageError("--to is required: the PostgreSQL database to fill, postgres://...");
-    if (!POSTGRES_URL.test(to)) throw new UsageError("--to must be a postgres:// or postgresql:// URL");
+    if (!selectsPostgres(to)) throw new UsageError("--to must be a postgres:// or postgresql:// URL");
     const settings = loadSettingsOrReport(who);
     if (!settings) return 2;
-    if (POSTGRES_URL.test(settings.db)) {
+    if (selectsPostgres(settings.db)) {
       console.error(`${who}: CIDGATE_DB is PostgreSQL already; db copy reads a SQLite shop`);
       return 1;
     }
