@@ -100,8 +100,8 @@ export function checkSource(source: Database): void {
     );
 }
 
-/** Bun's client takes at most 65,535 parameters per statement: rows per INSERT so that a row of n columns fits. */
-const rowsPerInsert = (columns: number) => Math.floor(30_000 / columns);
+/** Rows read and inserted at a time: bounded memory on a large ledger, few round trips. */
+const PAGE_ROWS = 5000;
 
 export interface TableCount {
   table: string;
@@ -183,10 +183,25 @@ async function countPg(tx: PgExecutor, table: PgTable): Promise<number> {
   return Number(row.n);
 }
 
-/** Pages through the SQLite table by rowid (an index walk, however large), inserting each page. */
+/**
+ * Pages through the SQLite table by rowid (an index walk, however large), inserting each page as
+ * one statement with one parameter per column: an array of the page's values as text, each cast
+ * to its column's type by PostgreSQL (`unnest($1::text[], ...)`). Measured with 100,000 payments
+ * (a loaded 2-core machine, the whole `db copy`): 5.6 s, against 14.7 s with drizzle's multi-row
+ * VALUES (18 parameters a row; half of the insert time went to building the statement);
+ * PostgreSQL's own insert of 20,000 such rows took 0.64 s of the 1.15 s. The rows are read
+ * through drizzle (schema.ts), so the text is of the JS values every store reads: a json
+ * column's parsed value written back as JSON, a boolean as true/false.
+ */
 async function copyTable(src: ReturnType<typeof drizzle<typeof sqliteSchema>>, tx: PgExecutor, t: TablePair) {
   const columns = getTableColumns(t.sqlite);
-  const page = rowsPerInsert(Object.keys(columns).length);
+  const pgColumns = getTableColumns(t.pg);
+  const keys = Object.keys(columns);
+  const names = keys.map((k) => sql.identifier(pgColumns[k].name));
+  const casts = keys.map((k, i) => sql.raw(`c${i}::${pgColumns[k].getSQLType()}`));
+  const json = keys.map((k) => pgColumns[k].getSQLType() === "json");
+  const text = (v: unknown, i: number) =>
+    v === null || v === undefined ? null : json[i] ? JSON.stringify(v) : String(v);
   let after = 0;
   for (;;) {
     const rows = src
@@ -194,12 +209,16 @@ async function copyTable(src: ReturnType<typeof drizzle<typeof sqliteSchema>>, t
       .from(t.sqlite)
       .where(sql`rowid > ${after}`)
       .orderBy(sql`rowid`)
-      .limit(page)
-      .all();
+      .limit(PAGE_ROWS)
+      .all() as Record<string, unknown>[];
     if (rows.length === 0) return;
-    after = rows[rows.length - 1].rowid_;
-    await tx.insert(t.pg).values(rows.map(({ rowid_, ...row }) => row));
-    if (rows.length < page) return;
+    after = rows[rows.length - 1].rowid_ as number;
+    // sql.param: the array is one parameter (drizzle would spread a bare array into a list).
+    const arrays = keys.map((k, i) => sql`${sql.param(rows.map((r) => text(r[k], i)))}::text[]`);
+    await tx.execute(
+      sql`INSERT INTO ${t.pg} (${sql.join(names, sql`, `)}) SELECT ${sql.join(casts, sql`, `)} FROM unnest(${sql.join(arrays, sql`, `)}) AS u(${sql.raw(keys.map((_, i) => `c${i}`).join(", "))})`,
+    );
+    if (rows.length < PAGE_ROWS) return;
   }
 }
 
