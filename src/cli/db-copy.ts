@@ -93,11 +93,14 @@ export function checkSource(source: Database): void {
   const newest = Math.max(
     ...readMigrationFiles({ migrationsFolder: join(import.meta.dir, "../../drizzle") }).map((m) => m.folderMillis),
   );
-  // The copy reads with this version's schema; migrating here would write to the source.
+  // The copy reads with this version's schema: migrating here would write to the source, and
+  // a newer cidgate's columns would be left behind unread.
   if (last === null || last === undefined || Number(last) < newest)
     throw new CopyRefused(
       "CIDGATE_DB was last opened by an older cidgate: start this version on it once (it migrates at start), then copy",
     );
+  if (Number(last) > newest)
+    throw new CopyRefused("CIDGATE_DB was migrated by a newer cidgate: copy it with that version");
 }
 
 /** Rows read and inserted at a time: bounded memory on a large ledger, few round trips. */

@@ -18,7 +18,8 @@ import { drizzle } from "drizzle-orm/bun-sqlite";
 import { getTableConfig as getPgConfig, type PgTable } from "drizzle-orm/pg-core";
 import { getTableConfig as getSqliteConfig, type SQLiteTable } from "drizzle-orm/sqlite-core";
 import { command } from "../../src/cli/db";
-import { copyPlan } from "../../src/cli/db-copy";
+import { checkSource, copyPlan } from "../../src/cli/db-copy";
+import { openDb } from "../../src/db/client";
 import { openPg, type Pg } from "../../src/db/pg";
 import * as sqliteSchema from "../../src/db/schema";
 import { createTestDatabase, pgAvailable } from "../support/postgres";
@@ -247,6 +248,27 @@ describe.skipIf(!available)("cidgate db copy", () => {
     expect(await copy("postgres://127.0.0.1:1/x")).toBe(1);
     expect(err.at(-1)).toBe(`cidgate db copy: no database at CIDGATE_DB (${join(dir, "shop.db")})`);
   });
+});
+
+test("checkSource: a shop at this version passes; one left by an older or a newer cidgate is refused", () => {
+  const dir = mkdtempSync(join(tmpdir(), "cidgate-dbsource-"));
+  try {
+    const path = join(dir, "shop.db");
+    openDb(path).sqlite.close();
+    const sqlite = new Database(path);
+    expect(() => checkSource(sqlite)).not.toThrow();
+    const [{ at }] = sqlite.query<{ at: number }, []>("SELECT max(created_at) AS at FROM __drizzle_migrations").all();
+    sqlite.run("UPDATE __drizzle_migrations SET created_at = ? WHERE created_at = ?", [at + 1, at]);
+    expect(() => checkSource(sqlite)).toThrow("CIDGATE_DB was migrated by a newer cidgate: copy it with that version");
+    sqlite.run("DELETE FROM __drizzle_migrations WHERE created_at = ?", [at + 1]);
+    expect(() => checkSource(sqlite)).toThrow("CIDGATE_DB was last opened by an older cidgate");
+    sqlite.close();
+    const other = new Database(join(dir, "other.db"));
+    expect(() => checkSource(other)).toThrow("CIDGATE_DB is not a cidgate database");
+    other.close();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 // The plan itself, without a server: every table the two schemas share, in an order the foreign keys accept.
