@@ -22,6 +22,7 @@ import { healthModule } from "./http/health";
 import type { Logger } from "./http/logging";
 import { instructionsModule } from "./instructions/routes";
 import { chainReaders } from "./ledger/chain-lookup";
+import { createPgLease, RECONCILE_LEASE, reconcileLeaseMs } from "./ledger/lease-pg";
 import { createReconciler } from "./ledger/reconcile";
 import { resolvePayment } from "./ledger/resolve";
 import { resolveDeps } from "./ledger/resolve-deps";
@@ -94,7 +95,16 @@ export function composeApp(deps: AppDeps) {
     confirm: chain?.confirm,
   });
   // Pending rows resolved from the chain: in the background (server.ts starts it) and by operators.
-  const reconciler = createReconciler({ ...reconcileDeps, intervalSeconds: settings.reconcileSeconds });
+  // Several replicas on one PostgreSQL: one reconciles at a time, under a lease that moves when it dies.
+  const lease = isPg(deps.db)
+    ? createPgLease(deps.db, RECONCILE_LEASE, reconcileLeaseMs(settings.reconcileSeconds))
+    : undefined;
+  const reconciler = createReconciler({
+    ...reconcileDeps,
+    intervalSeconds: settings.reconcileSeconds,
+    lease: lease && (() => lease.hold()),
+    releaseLease: lease && (() => lease.release()),
+  });
   const catalog = createCatalog(stores, { ...settings, publicUrl });
   const purchase = observePurchase(
     createPurchase({
