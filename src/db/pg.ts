@@ -34,11 +34,6 @@ export const MIGRATION_LOCK_KEY = 0x6369646761746500n;
  */
 const POOL_SIZE = 10;
 
-/** CIDGATE_DB names a PostgreSQL server rather than a SQLite file. */
-export function isPostgresUrl(s: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(s);
-}
-
 /** What a store queries through: the pool's database, or a transaction on it. */
 export type PgExecutor = PgDatabase<BunSQLQueryResultHKT, typeof schema, ExtractTablesWithRelations<typeof schema>>;
 
