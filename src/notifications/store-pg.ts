@@ -28,9 +28,9 @@
  *   nothing, so one replica sends it, never two.
  * - `onQueued` stays in-process (the dispatcher of this replica sends soon);
  *   other replicas' dispatchers find the rows when they poll. Inside a
- *   transaction the listeners are told before it commits: a dispatcher that
- *   looks before the COMMIT lands finds nothing yet and sends the rows at its
- *   next poll (pg.ts has no after-commit hook to tell them later).
+ *   transaction the listeners are told once it has committed
+ *   (`pg.afterCommit`): told before, a dispatcher looked, found nothing yet
+ *   and sent the rows only at its next poll, up to 5 s later.
  * - `syncFiles` takes a transaction-scoped advisory lock: replicas started
  *   together each reload their pricing files, and without the lock two of
  *   them would both find a declared webhook missing and both create it.
@@ -55,7 +55,8 @@ export type PgNotificationStore = Omit<Async<SqliteNotificationStore>, "onQueued
 
 export function createPgNotificationStore(pg: Pg, opts: { log?: NotificationsLog } = {}): PgNotificationStore {
   const listeners = new Set<() => void>();
-  const queued = () => {
+  const queued = () => pg.afterCommit(tell);
+  const tell = () => {
     for (const l of listeners) l();
   };
   const first = <R>(rows: R[]) => rows[0] as R | undefined;
