@@ -44,7 +44,14 @@ export async function openDatabase(
     throw e;
   }
   const { createPgStores } = await import("../stores-pg");
-  const stores = createPgStores(pg, { local, settings });
+  let stores: ReturnType<typeof createPgStores>;
+  try {
+    stores = createPgStores(pg, { local, settings });
+  } catch (e) {
+    local.sqlite.close();
+    await pg.close();
+    throw e;
+  }
   return {
     db: pg,
     contentDb: local,

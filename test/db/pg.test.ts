@@ -37,7 +37,7 @@ test("selectsPostgres: postgres:// and postgresql:// only", () => {
   expect(selectsPostgres("postgres.db")).toBe(false);
 });
 
-describe.skipIf(!pgAvailable())("PostgreSQL", () => {
+describe.skipIf(!(await pgAvailable()))("PostgreSQL", () => {
   test("the migrations make every table of the SQLite schema but content_files, and the two of PostgreSQL", async () => {
     const pg = await open();
     const rows = await pg.sql<{ table_name: string }[]>`
