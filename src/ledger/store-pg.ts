@@ -18,12 +18,16 @@ import type { Async } from "../db/awaitable";
 import type { Pg } from "../db/pg";
 import { payments } from "../db/schema-pg";
 import {
+  byAuthorization,
+  byProof,
   claimFields,
   filterConditions,
   type PaymentFilter,
   pageOf,
+  releasedAfterSettleConditions,
   UNCONFIRMED,
   unconfirmedCondition,
+  unresolvedConditions,
 } from "./payment-conditions";
 import {
   type AuthorizationKey,
@@ -36,14 +40,6 @@ import {
 import { ledgerTotals, rollupTotals } from "./totals-pg";
 
 const nowIso = () => new Date().toISOString();
-
-const byAuthorization = (key: AuthorizationKey) =>
-  and(
-    eq(payments.network, key.network),
-    eq(payments.asset, key.asset),
-    eq(payments.payer, key.payer),
-    eq(payments.nonce, key.nonce),
-  );
 
 /**
  * How often a claim looks again when the row it collided with is gone before it could be read
@@ -62,7 +58,7 @@ const BEYOND_PROBE = 5000;
 export function createPgPaymentStore(pg: Pg): Async<SqlitePaymentStore> {
   const first = async <T>(rows: Promise<T[]>): Promise<T | undefined> => (await rows)[0];
   const find = (key: AuthorizationKey): Promise<Payment | undefined> =>
-    first(pg.q().select().from(payments).where(byAuthorization(key)).limit(1));
+    first(pg.q().select().from(payments).where(byAuthorization(payments, key)).limit(1));
 
   /** Updates row `id` only while `condition` holds: the row, or undefined when another writer got there first. */
   const updateIf = (
@@ -159,22 +155,7 @@ export function createPgPaymentStore(pg: Pg): Async<SqlitePaymentStore> {
 
     get: (id) => first(pg.q().select().from(payments).where(eq(payments.id, id)).limit(1)),
 
-    findByProof: (key) =>
-      first(
-        pg
-          .q()
-          .select()
-          .from(payments)
-          .where(
-            and(
-              eq(payments.payer, key.payer),
-              eq(payments.nonce, key.nonce),
-              eq(payments.network, key.network),
-              eq(payments.proofHash, key.proofHash),
-            ),
-          )
-          .limit(1),
-      ),
+    findByProof: (key) => first(pg.q().select().from(payments).where(byProof(payments, key)).limit(1)),
 
     claim,
 
@@ -183,14 +164,7 @@ export function createPgPaymentStore(pg: Pg): Async<SqlitePaymentStore> {
         .q()
         .select()
         .from(payments)
-        .where(
-          and(
-            // A literal, not a parameter: what lets PostgreSQL use the partial index payments_pending.
-            sql`${payments.state} = 'pending'`,
-            unconfirmedCondition(payments, before),
-            gt(payments.id, afterId),
-          ),
-        )
+        .where(unresolvedConditions(payments, before, afterId))
         .orderBy(asc(payments.id))
         .limit(limit),
 
@@ -199,13 +173,7 @@ export function createPgPaymentStore(pg: Pg): Async<SqlitePaymentStore> {
         .q()
         .select()
         .from(payments)
-        .where(
-          and(
-            eq(payments.state, "failed"),
-            sql`${payments.error} LIKE 'settle:%'`,
-            gt(payments.validBefore, nowSeconds - slackSeconds),
-          ),
-        )
+        .where(releasedAfterSettleConditions(payments, nowSeconds, slackSeconds))
         .orderBy(asc(payments.id))
         .limit(500),
 
