@@ -87,10 +87,16 @@ function prepareStatements(db: Db) {
     // drizzle's prepared select cost ~35 us here against ~5 us for the same SQL (issue 9 bench).
     // No ORDER BY: sorting made SQLite build a temporary B-tree for the one or two rows a payer
     // has, ~25 us of the ~30 a lookup cost; `longestLasting` picks the same row in JS (~3 us).
+    // Two lookups, one per index ((payer, cid) and (payer, instruction_id)): with the two scopes
+    // OR-ed in one WHERE, SQLite took the payer prefix of one index and read every entitlement of
+    // the payer, 12.7 ms per request for a buyer with 20,000 of them (0.01 ms this way).
     active: db.sqlite.query<Entitlement, [string, number, string, string]>(
       `${SELECT_ENTITLEMENT}
-        WHERE payer = ?1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?2)
-          AND ((scope = 'cid' AND cid = ?3) OR (scope = 'instruction' AND instruction_id = ?4))`,
+        WHERE payer = ?1 AND cid = ?3 AND scope = 'cid' AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?2)
+       UNION ALL
+       ${SELECT_ENTITLEMENT}
+        WHERE payer = ?1 AND instruction_id = ?4 AND scope = 'instruction' AND revoked_at IS NULL
+          AND (expires_at IS NULL OR expires_at > ?2)`,
     ),
     byPayment: db.sqlite.query<Entitlement, [number]>(`${SELECT_ENTITLEMENT} WHERE payment_id = ?`),
     // Inside the settle transaction of every paid request: one raw statement, no read before it. A
