@@ -7,6 +7,7 @@
 import { Elysia } from "elysia";
 import { dashboardModule } from "./dashboard/routes";
 import type { Db } from "./db/client";
+import { type Database, isPg } from "./db/database";
 import { createAccessTokens } from "./entitlements/access-token";
 import { contractVerifier } from "./entitlements/contract-verifier";
 import { entitlementsModule } from "./entitlements/routes";
@@ -41,7 +42,7 @@ import { tokensModule } from "./tokens/routes";
 
 export interface AppDeps {
   settings: Settings;
-  db: Db;
+  db: Database;
   log: Logger;
   /** HS256 secret of management tokens (JWT_SECRET or the generated one). */
   jwtSecret: string;
@@ -68,10 +69,11 @@ export interface AppDeps {
  */
 export function composeApp(deps: AppDeps) {
   const { settings, jwtSecret } = deps;
-  const stores = deps.stores ?? createStores(deps.db, settings);
+  if (!deps.stores && isPg(deps.db)) throw new Error("composeApp: PostgreSQL stores must be given (createPgStores)");
+  const stores = deps.stores ?? createStores(deps.db as Db, settings);
   const { payments, entitlements } = stores;
   const publicUrl = deps.publicUrl ?? settings.publicUrl;
-  const stats = createStats(deps.db, {
+  const stats = createStats(deps.db as Db, {
     instructionName: (id) => {
       try {
         const instruction = stores.instructions.get(id);

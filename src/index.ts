@@ -30,8 +30,15 @@ process.on("SIGTERM", () => void shutdown("SIGTERM"));
 const checked = await preflight(settings);
 if (refusesToStart("cidgate", checked)) process.exit(2);
 running = await startServer({ settings });
-const { url, publicUrl, db } = running;
+const { url, publicUrl, db, contentDb } = running;
 console.log(
-  startupSummary({ version: pkg.version, url, publicUrl, settings, preflight: checked, forSale: forSaleIn(db) }),
+  startupSummary({
+    version: pkg.version,
+    url,
+    publicUrl,
+    settings,
+    preflight: checked,
+    forSale: await forSaleIn(db, contentDb),
+  }),
 );
 console.log(`make a management token: ${tokenCreateCommand(settings, "--scope read,write --ttl 30d")}`);

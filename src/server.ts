@@ -8,7 +8,8 @@
  * request-log wrapper (one line per request, X-Request-Id).
  */
 import { composeApp } from "./app";
-import { type Db, openDb } from "./db/client";
+import type { Db } from "./db/client";
+import { type Database, openDatabase } from "./db/database";
 import { createFacilitator } from "./facilitator/create";
 import type { Facilitator } from "./facilitator/types";
 import { gatewayRoutes } from "./gateway/routes";
@@ -91,11 +92,14 @@ export async function startServer(options: ServerOptions) {
   const { settings } = options;
   const log = options.log ?? createLogger(settings.logLevel);
   const warn = (message: string) => log.warn(message);
-  const db = options.db ?? openDb(settings.db, { warn });
+  // The database given (tests, benches) stays the caller's to close; one opened here closes at stop.
+  const opened = options.db ? undefined : await openDatabase(settings, { warn });
+  const db: Database = options.db ?? opened!.db;
+  const contentDb: Db = options.db ?? opened!.contentDb;
   const jwtSecret = options.jwtSecret ?? resolveJwtSecret(settings, warn);
   const facilitator = options.facilitator ?? createFacilitator(settings, log);
   // One set of stores (and one catalog change signal) shared by pricing, the gateway and the API.
-  const stores = options.stores ?? createStores(db, settings);
+  const stores = options.stores ?? opened?.stores ?? createStores(options.db!, settings);
   const prepared = options.pricing === false ? undefined : await preparePricing({ ...stores, settings, log });
   // A rejected reload (this start's included) queues `config.reload_failed`.
   const pricing = prepared && reportReloadFailures(prepared, stores.notifications, settings.configDir);
@@ -172,6 +176,7 @@ export async function startServer(options: ServerOptions) {
     publicUrl,
     app,
     db,
+    contentDb,
     stores,
     log,
     facilitator,
@@ -200,7 +205,7 @@ export async function startServer(options: ServerOptions) {
         // After the last request: the offers and proofs counted since the last flush are written.
         stats.stop();
         await dispatcher.stop();
-        if (!options.db) db.sqlite.close();
+        await opened?.close();
       })();
       return stopped;
     },

@@ -6,6 +6,7 @@
  * stay the content and instruction stores.
  */
 import type { Db } from "../db/client";
+import { type Database, isPg } from "../db/database";
 import type { StoredRequirement } from "../instructions/requirements";
 import { usd } from "../money";
 
@@ -41,21 +42,40 @@ export function indexedFiles(db: Db): IndexedFile[] {
   return db.sqlite.query<IndexedFile, []>("SELECT path, cid, size FROM content_files ORDER BY path").all();
 }
 
-/** CID -> its instruction; `source` "api" keeps only the API's, "files" only the pricing files'. */
-export function pricedCids(db: Db, source?: "api" | "files"): Map<string, PricedBy> {
-  const where = source === "api" ? "WHERE i.source = 'api'" : source === "files" ? "WHERE i.source LIKE 'file:%'" : "";
-  const rows = db.sqlite
-    .query<{ cid: string; id: string; name: string; source: string; requirements: string }, []>(
-      `SELECT m.cid, i.id, i.name, i.source, i.requirements
-         FROM cid_mappings m JOIN payment_instructions i ON i.id = m.instruction_id ${where}`,
-    )
-    .all();
+type PricedRow = { cid: string; id: string; name: string; source: string; requirements: unknown };
+
+const pricedQuery = (source?: "api" | "files") =>
+  `SELECT m.cid, i.id, i.name, i.source, i.requirements
+     FROM cid_mappings m JOIN payment_instructions i ON i.id = m.instruction_id ${
+       source === "api" ? "WHERE i.source = 'api'" : source === "files" ? "WHERE i.source LIKE 'file:%'" : ""
+     }`;
+
+function pricedMap(rows: readonly PricedRow[]): Map<string, PricedBy> {
   return new Map(
     rows.map((r) => [
       r.cid,
-      { id: r.id, name: r.name, source: r.source, requirements: JSON.parse(r.requirements) as StoredRequirement[] },
+      {
+        id: r.id,
+        name: r.name,
+        source: r.source,
+        // SQLite keeps the JSON as text; PostgreSQL's json column comes back parsed.
+        requirements: (typeof r.requirements === "string"
+          ? JSON.parse(r.requirements)
+          : r.requirements) as StoredRequirement[],
+      },
     ]),
   );
+}
+
+/** CID -> its instruction; `source` "api" keeps only the API's, "files" only the pricing files'. */
+export function pricedCids(db: Db, source?: "api" | "files"): Map<string, PricedBy> {
+  return pricedMap(db.sqlite.query<PricedRow, []>(pricedQuery(source)).all());
+}
+
+/** pricedCids on either engine. */
+export async function pricedCidsIn(db: Database, source?: "api" | "files"): Promise<Map<string, PricedBy>> {
+  if (!isPg(db)) return pricedCids(db, source);
+  return pricedMap(await db.sql.unsafe<PricedRow[]>(pricedQuery(source)));
 }
 
 /** `file:pricing.yaml#article` -> `pricing.yaml#article`; an API instruction by its id. */
@@ -105,9 +125,9 @@ export function listForSale(files: readonly IndexedFile[], priced: ReadonlyMap<s
     );
 }
 
-/** What a server with this database sells now. */
-export function forSaleIn(db: Db): ListedFile[] {
-  return listForSale(indexedFiles(db), pricedCids(db));
+/** What a server sells now: its database's priced CIDs, and the files of its content index. */
+export async function forSaleIn(db: Database, contentDb: Db): Promise<ListedFile[]> {
+  return listForSale(indexedFiles(contentDb), await pricedCidsIn(db));
 }
 
 /** The networks buyers may pay on: what the facilitator must settle. */

@@ -128,7 +128,7 @@ export const command = defineCommand({
 
     writeDevnetFile(out, devnet, { shop: running.publicUrl });
 
-    const forSale = forSaleIn(running.db);
+    const forSale = await forSaleIn(running.db, running.contentDb);
     console.log(
       startupSummary({
         version: pkg.version,

@@ -51,7 +51,7 @@ export const resolve = defineCommand({
       import("../ledger/resolve"),
       import("../ledger/resolve-deps"),
     ]);
-    return withStores(who, async (stores, { db, settings }) => {
+    return withStores(who, async (stores, { settings }) => {
       // The command's one line is its answer on stdout: the ledger's log lines go to stderr.
       const deps = resolveDeps(stores, settings, createLogger(settings.logLevel, pino.destination(2)));
       const { payment, resolution } = await resolvePayment(deps, {
