@@ -102,8 +102,9 @@ const childEnv = () => ({ PATH: process.env.PATH ?? "", HOME: process.env.HOME ?
 
 /** One replica process; resolves once its start-up summary names the URL it listens on. */
 async function spawnReplica(name: string, dir: string, env: Record<string, string>): Promise<Replica> {
-  const child = Bun.spawn([process.execPath, "src/index.ts"], {
-    cwd: ROOT,
+  // Run from its own folder, as on its own machine: nothing it writes lands in the repository.
+  const child = Bun.spawn([process.execPath, join(ROOT, "src/index.ts")], {
+    cwd: dir,
     env: { ...childEnv(), ...env },
     stdin: "ignore",
     stdout: "pipe",
