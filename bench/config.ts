@@ -71,7 +71,7 @@ for (let run = 0; run < RUNS; run++) {
 
   let pricing = createPricing({ ...createStores(db, settings), settings, env: {} });
   let t = performance.now();
-  let r = pricing.reload("start");
+  let r = await pricing.reload("start");
   results.cold.push(performance.now() - t);
   if (r.result !== "applied" || r.changes.created.length !== FILES * PER_FILE)
     throw new Error(`cold: ${r.result} ${r.errors[0]?.message}`);
@@ -80,7 +80,7 @@ for (let run = 0; run < RUNS; run++) {
   db = openDb(settings.db);
   pricing = createPricing({ ...createStores(db, settings), settings, env: {} });
   t = performance.now();
-  r = pricing.reload("start");
+  r = await pricing.reload("start");
   results.restart.push(performance.now() - t);
   if (r.result !== "unchanged") throw new Error(`restart: ${r.result}`);
 
@@ -89,14 +89,14 @@ for (let run = 0; run < RUNS; run++) {
     fileText(3, cids, (n) => (n === 3500 ? "$9.99" : price(n))),
   );
   t = performance.now();
-  r = pricing.reload("config");
+  r = await pricing.reload("config");
   results.oneChange.push(performance.now() - t);
   if (r.changes.updated.length !== 1 || r.changes.created.length + r.changes.deleted.length !== 0)
     throw new Error("one change: wrong diff");
 
   const writes = db.sqlite.query<{ n: number }, []>("SELECT total_changes() AS n").get()!.n;
   t = performance.now();
-  r = pricing.reload("config");
+  r = await pricing.reload("config");
   results.noChange.push(performance.now() - t);
   noChangeWrites += db.sqlite.query<{ n: number }, []>("SELECT total_changes() AS n").get()!.n - writes;
   if (r.result !== "unchanged") throw new Error(`no change: ${r.result}`);

@@ -2,10 +2,12 @@
  * The dashboard's first load from localhost, in Debian's chromium.
  *
  *   bun run bench:dashboard            (PAYMENTS=100000 CIDS=1000 RUNS=7 to change the seed)
+ *   POSTGRES=postgres://user@127.0.0.1:5432/cidgate_bench bun run bench:dashboard
+ *                                      (on PostgreSQL: an empty database, seeded and left so)
  *
- * A server on a SQLite file seeded with PAYMENTS settled payments over CIDS files
- * and a year of time (through the payments store, so the stats rollup is kept as
- * in production), then RUNS fresh browser contexts each open /dashboard signed in
+ * A server on a SQLite file (or on POSTGRES's database) seeded with PAYMENTS
+ * settled payments over CIDS files and a year of time (rows as the ledger writes
+ * them: the rollups' triggers keep the stats as in production), then RUNS fresh browser contexts each open /dashboard signed in
  * (the token already in sessionStorage, as after a log-in) and time from the
  * navigation's start to the moment every view has drawn (the revenue chart holds
  * its data, the tables their rows). Baseline in the same run: /openapi, a
@@ -16,6 +18,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDb } from "../src/db/client";
+import { openPg } from "../src/db/pg";
+import * as schema from "../src/db/schema-pg";
 import { createToken } from "../src/http/auth";
 import { createLogger } from "../src/http/logging";
 import { startServer } from "../src/server";
@@ -26,56 +30,105 @@ import { launchBrowser } from "../test/support/browser";
 const PAYMENTS = Number(process.env.PAYMENTS ?? 100_000);
 const CIDS = Number(process.env.CIDS ?? 1_000);
 const RUNS = Number(process.env.RUNS ?? 7);
+const POSTGRES = process.env.POSTGRES;
 const SECRET = "bench-dashboard-secret-0123456789abcdef";
+const USDC = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
+const PAY_TO = "0x1111111111111111111111111111111111111111";
 
 const dir = mkdtempSync(join(tmpdir(), "cidgate-bench-dashboard-"));
-const settings = loadSettings({ CIDGATE_DB: join(dir, "cidgate.db"), HOST: "127.0.0.1", PORT: "0" });
-const db = openDb(settings.db);
-const stores = createStores(db, settings);
+const settings = loadSettings({ CIDGATE_DB: POSTGRES ?? join(dir, "cidgate.db"), HOST: "127.0.0.1", PORT: "0" });
+const year = 365 * 86400_000;
+/** The i-th payment: settled, spread over the last year, CIDS files, 5,000 payers. */
+const payment = (i: number, instructionId: string) => {
+  const at = new Date(Date.now() - Math.floor((i / PAYMENTS) * year)).toISOString();
+  return {
+    network: "base-sepolia",
+    asset: USDC,
+    payer: `0x${(i % 5000).toString(16).padStart(40, "0")}`,
+    nonce: `0x${i.toString(16).padStart(64, "0")}`,
+    cid: `bafkreibench${(i % CIDS).toString().padStart(8, "0")}`,
+    instructionId,
+    instructionVersion: 1,
+    amount: String(10_000 + (i % 7) * 1000),
+    payTo: PAY_TO,
+    state: "settled" as const,
+    txHash: `0x${i.toString(16).padStart(64, "0")}`,
+    validBefore: 2_000_000_000,
+    x402Version: 2,
+    proofHash: "x",
+    error: null,
+    createdAt: at,
+    updatedAt: at,
+  };
+};
 
 // Seed: one instruction, CIDS CIDs, PAYMENTS settled payments spread over the last year.
 const seeded = performance.now();
-const instruction = stores.instructions.create({
-  name: "Bench",
-  requirements: [
-    {
-      network: "base-sepolia",
-      asset: "0x036CbD53842c5426634e7929541eC2318f3dCF7e",
-      pay_to: "0x1111111111111111111111111111111111111111",
-      amount: "10000",
-    },
-  ],
-});
-const year = 365 * 86400_000;
-const insert = db.sqlite.prepare(
-  `INSERT INTO payments (network, asset, payer, nonce, cid, instruction_id, instruction_version, amount, pay_to, state,
+/** SQLite: the database and stores the server is given. PostgreSQL: the server opens CIDGATE_DB itself. */
+let sqlite: { db: ReturnType<typeof openDb>; stores: ReturnType<typeof createStores> } | undefined;
+if (POSTGRES) {
+  // Multi-row INSERTs (the rollups' triggers run on each row), 2,000 rows a statement: PostgreSQL
+  // takes at most 65,535 parameters, a payment has 17.
+  const pg = await openPg(POSTGRES);
+  const [{ n }] = await pg.sql`SELECT count(*)::int AS n FROM payments`;
+  if (n > 0) throw new Error("POSTGRES: the bench seeds its own ledger; give it an empty database");
+  const now = new Date().toISOString();
+  const instructionId = Bun.randomUUIDv7();
+  await pg.db.insert(schema.paymentInstructions).values({
+    id: instructionId,
+    name: "Bench",
+    requirements: [{ network: "base-sepolia", asset: USDC, pay_to: PAY_TO, amount: "10000" }],
+    createdAt: now,
+    updatedAt: now,
+  });
+  await pg.transaction(async (tx) => {
+    for (let first = 0; first < PAYMENTS; first += 2_000)
+      await tx
+        .insert(schema.payments)
+        .values(Array.from({ length: Math.min(2_000, PAYMENTS - first) }, (_, k) => payment(first + k, instructionId)));
+  });
+  await pg.sql`VACUUM ANALYZE`;
+  await pg.close();
+} else {
+  const db = openDb(settings.db);
+  const stores = createStores(db, settings);
+  const instruction = stores.instructions.create({
+    name: "Bench",
+    requirements: [{ network: "base-sepolia", asset: USDC, pay_to: PAY_TO, amount: "10000" }],
+  });
+  const insert = db.sqlite.prepare(
+    `INSERT INTO payments (network, asset, payer, nonce, cid, instruction_id, instruction_version, amount, pay_to, state,
      tx_hash, valid_before, x402_version, proof_hash, error, created_at, updated_at)
-   VALUES ('base-sepolia', '0x036CbD53842c5426634e7929541eC2318f3dCF7e', ?, ?, ?, ?, 1, ?, '0x1111111111111111111111111111111111111111',
-     'settled', ?, 2000000000, 2, 'x', NULL, ?, ?)`,
+   VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, 'settled', ?, 2000000000, 2, 'x', NULL, ?, ?)`,
+  );
+  db.sqlite.transaction(() => {
+    for (let i = 0; i < PAYMENTS; i++) {
+      const p = payment(i, instruction.id);
+      insert.run(
+        p.network,
+        p.asset,
+        p.payer,
+        p.nonce,
+        p.cid,
+        p.instructionId,
+        p.amount,
+        p.payTo,
+        p.txHash,
+        p.createdAt,
+        p.createdAt,
+      );
+    }
+  })();
+  sqlite = { db, stores };
+}
+console.log(
+  `seeded ${PAYMENTS} payments over ${CIDS} CIDs in ${Math.round(performance.now() - seeded)} ms${POSTGRES ? " (PostgreSQL)" : ""}`,
 );
-db.sqlite.transaction(() => {
-  for (let i = 0; i < PAYMENTS; i++) {
-    const at = new Date(Date.now() - Math.floor((i / PAYMENTS) * year)).toISOString();
-    const cid = `bafkreibench${(i % CIDS).toString().padStart(8, "0")}`;
-    insert.run(
-      `0x${(i % 5000).toString(16).padStart(40, "0")}`,
-      `0x${i.toString(16).padStart(64, "0")}`,
-      cid,
-      instruction.id,
-      String(10_000 + (i % 7) * 1000),
-      `0x${i.toString(16).padStart(64, "0")}`,
-      at,
-      at,
-    );
-  }
-})();
-console.log(`seeded ${PAYMENTS} payments over ${CIDS} CIDs in ${Math.round(performance.now() - seeded)} ms`);
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const running = await startServer({
   settings,
-  db,
-  stores,
+  ...sqlite,
   log: createLogger("silent"),
   jwtSecret: SECRET,
   pricing: false,
@@ -158,5 +211,5 @@ console.log(`baseline /openapi:    p50 ${b.toFixed(0)} ms; ratio ${(d / b).toFix
 console.log(`target < 1000 ms: ${d < 1000 ? "met" : "NOT met"}`);
 await browser.close();
 await running.stop(true);
-db.sqlite.close();
+sqlite?.db.sqlite.close();
 rmSync(dir, { recursive: true, force: true });

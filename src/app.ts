@@ -22,6 +22,7 @@ import { healthModule } from "./http/health";
 import type { Logger } from "./http/logging";
 import { instructionsModule } from "./instructions/routes";
 import { chainReaders } from "./ledger/chain-lookup";
+import { createPgLease, RECONCILE_LEASE, reconcileLeaseMs } from "./ledger/lease-pg";
 import { createReconciler } from "./ledger/reconcile";
 import { resolvePayment } from "./ledger/resolve";
 import { resolveDeps } from "./ledger/resolve-deps";
@@ -73,11 +74,10 @@ export function composeApp(deps: AppDeps) {
   const stores = deps.stores ?? createStores(deps.db as Db, settings);
   const { payments, entitlements } = stores;
   const publicUrl = deps.publicUrl ?? settings.publicUrl;
-  const stats = createStats(deps.db as Db, {
-    instructionName: (id) => {
+  const stats = createStats(deps.db, {
+    instructionName: async (id) => {
       try {
-        const instruction = stores.instructions.get(id);
-        return instruction instanceof Promise ? undefined : instruction.name;
+        return (await stores.instructions.get(id)).name;
       } catch {
         return undefined; // deleted since it sold
       }
@@ -95,7 +95,16 @@ export function composeApp(deps: AppDeps) {
     confirm: chain?.confirm,
   });
   // Pending rows resolved from the chain: in the background (server.ts starts it) and by operators.
-  const reconciler = createReconciler({ ...reconcileDeps, intervalSeconds: settings.reconcileSeconds });
+  // Several replicas on one PostgreSQL: one reconciles at a time, under a lease that moves when it dies.
+  const lease = isPg(deps.db)
+    ? createPgLease(deps.db, RECONCILE_LEASE, reconcileLeaseMs(settings.reconcileSeconds))
+    : undefined;
+  const reconciler = createReconciler({
+    ...reconcileDeps,
+    intervalSeconds: settings.reconcileSeconds,
+    lease: lease && (() => lease.hold()),
+    releaseLease: lease && (() => lease.release()),
+  });
   const catalog = createCatalog(stores, { ...settings, publicUrl });
   const purchase = observePurchase(
     createPurchase({

@@ -97,6 +97,14 @@ function oneOf<const V extends string>(values: readonly V[]) {
   return { allows: `one of ${values.join(", ")}`, parse: (s: string) => values.find((v) => v === s) };
 }
 
+/**
+ * CIDGATE_DB names a PostgreSQL server (postgres:// or postgresql://) rather than a SQLite file:
+ * db/pg.ts's isPostgresUrl, here without loading the driver (settings load for every command).
+ */
+export function selectsPostgres(db: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(db);
+}
+
 export const VARIABLES = {
   port: variable({ name: "PORT", default: "4021", doc: "listen port", ...wholeNumber(0, 65535) }),
   host: variable({ name: "HOST", default: "127.0.0.1", doc: "listen address", ...text }),
@@ -107,21 +115,36 @@ export const VARIABLES = {
     doc: "origin used in the 402's `resource` URLs (set it behind a proxy)",
     ...httpUrl,
   }),
-  db: variable({ name: "CIDGATE_DB", default: "data/cidgate.db", doc: "SQLite file (`:memory:` allowed)", ...text }),
+  db: variable({
+    name: "CIDGATE_DB",
+    default: "data/cidgate.db",
+    doc: "SQLite file (`:memory:` allowed), or a `postgres://` URL that several replicas share ([docs/scaling.md](docs/scaling.md))",
+    // A PostgreSQL URL may carry the password: shown (doctor, reports) with its userinfo dropped.
+    display: (s: string) => (selectsPostgres(s) ? displayUrl(s) : s),
+    ...text,
+  }),
   dataDir: variable({
     name: "CIDGATE_DATA_DIR",
     default: (raw: Lookup) =>
-      raw("CIDGATE_DB") === ":memory:" ? "data" : raw("CIDGATE_DB")!.replace(/\/?[^/]*$/, "") || ".",
-    defaultDoc: "the database file's folder",
+      raw("CIDGATE_DB") === ":memory:" || selectsPostgres(raw("CIDGATE_DB")!)
+        ? "data"
+        : raw("CIDGATE_DB")!.replace(/\/?[^/]*$/, "") || ".",
+    defaultDoc: "the database file's folder (`data` with PostgreSQL)",
     doc: "where generated state (the JWT secret) is kept",
     ...text,
   }),
   configDir: variable({ name: "CIDGATE_CONFIG_DIR", default: "config", doc: "pricing YAML folder", ...text }),
   contentDir: variable({ name: "CIDGATE_CONTENT_DIR", default: "content", doc: "files to sell", ...text }),
+  contentIndexDb: variable({
+    name: "CONTENT_INDEX_DB",
+    default: "data/content.db",
+    doc: "PostgreSQL only: this replica's own index of its content folder (SQLite)",
+    ...text,
+  }),
   jwtSecret: variable({
     name: "JWT_SECRET",
-    defaultDoc: "generated once into the data folder",
-    doc: "HS256 secret of management tokens (32+ characters)",
+    defaultDoc: "generated once into the data folder (SQLite only)",
+    doc: "HS256 secret of management and access tokens (32+ characters); with PostgreSQL required, the same on every replica",
     secret: true,
     allows: "at least 32 characters",
     parse: (s) => (s.length >= 32 ? s : undefined),

@@ -70,12 +70,13 @@ const saves: ChaosCase = async () => {
       supported: () => Promise.reject(new Error("unused")),
     },
   });
-  const ids = () => cids.map((c) => server.stores.instructions.forCid(c)?.id ?? "none").join(",");
+  const ids = async () =>
+    (await Promise.all(cids.map(async (c) => (await server.stores.instructions.forCid(c))?.id ?? "none"))).join(",");
   try {
     let wrong = 0;
     let notFound = 0;
     let requests = 0;
-    const original = ids();
+    const original = await ids();
     for (let s = 0; s < SAVES; s++) {
       const price = `$0.0${2 + (s % 8)}`;
       let saving = true;
@@ -93,20 +94,25 @@ const saves: ChaosCase = async () => {
       await Bun.sleep(rand.pick([300, 500, 800, 1200]));
       writeFileSync(file, pricing(price));
       const amount = String(Number(price.slice(1)) * 1_000_000);
-      for (let t = 0; t < 300 && server.stores.instructions.forCid(cids[0])?.requirements[0].amount !== amount; t++)
+      for (
+        let t = 0;
+        t < 300 && (await server.stores.instructions.forCid(cids[0]))?.requirements[0].amount !== amount;
+        t++
+      )
         await Bun.sleep(20);
       saving = false;
       await hammer;
       rmSync(`${file}~`, { force: true });
       notFound += seen404;
-      if (seen404 > 0 || ids() !== original) wrong++;
+      if (seen404 > 0 || (await ids()) !== original) wrong++;
     }
+    const kept = (await ids()) === original;
     return [
       {
         case: "slow editor saves",
         tried: SAVES,
         wrong,
-        note: `${requests} requests during the saves, ${notFound} 404s; ids ${ids() === original ? "kept" : "CHANGED"}`,
+        note: `${requests} requests during the saves, ${notFound} 404s; ids ${kept ? "kept" : "CHANGED"}`,
       },
     ];
   } finally {

@@ -8,9 +8,22 @@ import { Database } from "bun:sqlite";
 import { existsSync } from "node:fs";
 import { BackupError, backupDatabase, checkBackup, integrityCheck, restoreDatabase } from "../db/backup";
 import { openDb } from "../db/client";
-import { loadSettingsOrReport } from "../settings";
+import { loadSettingsOrReport, type Settings, selectsPostgres } from "../settings";
 import { defineCommand } from "./command";
 import { missingDatabase } from "./existing-db";
+
+/**
+ * backup and restore copy a SQLite file; a PostgreSQL database is backed up by PostgreSQL's own
+ * tools, which copy a live database consistently and restore into any server. True (after one
+ * line) when CIDGATE_DB is PostgreSQL.
+ */
+function refusesPostgres(who: string, settings: Settings, tool: "pg_dump" | "pg_restore"): boolean {
+  if (!selectsPostgres(settings.db)) return false;
+  console.error(
+    `${who}: CIDGATE_DB is PostgreSQL; use ${tool === "pg_dump" ? "pg_dump -Fc" : "pg_restore"} instead (docs/scaling.md#backups)`,
+  );
+  return true;
+}
 
 export const backup = defineCommand({
   name: "backup",
@@ -22,6 +35,7 @@ export const backup = defineCommand({
   async run({ positionals: [file], who }) {
     const settings = loadSettingsOrReport(who);
     if (!settings) return 2;
+    if (refusesPostgres(who, settings, "pg_dump")) return 1;
     if (missingDatabase(who, settings.db)) return 1;
     // Not openDb: a backup never migrates the database it copies.
     const sqlite = new Database(settings.db);
@@ -59,6 +73,7 @@ export const restore = defineCommand({
   async run({ positionals: [file], who }) {
     const settings = loadSettingsOrReport(who);
     if (!settings) return 2;
+    if (refusesPostgres(who, settings, "pg_restore")) return 1;
     if (settings.db === ":memory:") {
       console.error(`${who}: CIDGATE_DB is :memory:; restore into a file`);
       return 1;

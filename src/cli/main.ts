@@ -21,6 +21,7 @@ const commands: Record<string, () => Promise<{ command: Command }>> = {
   doctor: () => import("./doctor"),
   backup: () => import("./backup"),
   restore: () => import("./restore"),
+  db: () => import("./db"),
 };
 
 async function help(): Promise<string> {

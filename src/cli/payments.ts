@@ -1,6 +1,6 @@
 /**
  * `cidgate payments [list]`: recent sales in dollars, then totals per day and
- * per network, read from the ledger at CIDGATE_DB (settled payments only:
+ * per network, read from the ledger at CIDGATE_DB, SQLite or PostgreSQL (settled payments only:
  * pending and failed rows are not revenue). `--csv` prints every sale in the
  * window as CSV for a spreadsheet or an accountant. A group, so that more
  * ledger commands sit beside `list`: `resolve` (payments-resolve.ts).
@@ -9,10 +9,9 @@ import { grid } from "../grid";
 import { salesReport } from "../ledger/sales";
 import type { Payment } from "../ledger/store";
 import { usd } from "../money";
-import { loadSettingsOrReport } from "../settings";
 import { defineCommand, defineGroup, UsageError } from "./command";
-import { missingDatabase } from "./existing-db";
 import { resolve } from "./payments-resolve";
+import { withStores } from "./with-stores";
 
 function whole(raw: string | undefined, name: string, fallback: number, max: number): number {
   if (raw === undefined) return fallback;
@@ -43,19 +42,12 @@ const list = defineCommand({
   async run({ values, who }) {
     const days = whole(values.days, "days", 30, 36500);
     const limit = whole(values.limit, "limit", 20, 100000);
-    const settings = loadSettingsOrReport(who);
-    if (!settings) return 2;
-    if (missingDatabase(who, settings.db)) return 1;
-    // Loaded when run: `cidgate --help` loads every command's file.
-    const [{ openDb }, { createPaymentStore }] = await Promise.all([import("../db/client"), import("../ledger/store")]);
-    const db = openDb(settings.db);
-    try {
-      const store = createPaymentStore(db);
+    return withStores(who, async ({ payments: store }) => {
       const since = new Date(Date.now() - days * 86_400_000).toISOString();
       const sales: Payment[] = [];
       let afterId: number | undefined;
       do {
-        const page = store.list({ state: "settled", createdFrom: since }, { limit: 1000, afterId });
+        const page = await store.list({ state: "settled", createdFrom: since }, { limit: 1000, afterId });
         sales.push(...page.items);
         afterId = page.nextAfterId;
       } while (afterId !== undefined);
@@ -116,9 +108,7 @@ const list = defineCommand({
       );
       console.log(`\ntotal: ${report.total.sales} sale(s), ${usd(report.total.units)}`);
       return 0;
-    } finally {
-      db.sqlite.close();
-    }
+    });
   },
 });
 

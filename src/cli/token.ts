@@ -10,11 +10,28 @@
 
 import { parseTtl } from "../duration";
 import { grid } from "../grid";
-import { jwtSecretPath, resolveJwtSecret } from "../http/jwt-secret";
+import { jwtSecretPath, resolveJwtSecret, sharedSecretMissing } from "../http/jwt-secret";
 import { parseScopes } from "../http/token";
+import { loadSettings } from "../settings";
 import { DEFAULT_TOKEN_TTL, issueToken, MAX_TOKEN_TTL_SECONDS, revokeToken, tokenStatus } from "../tokens/issue";
 import { defineCommand, defineGroup, UsageError } from "./command";
 import { withStores } from "./with-stores";
+
+/**
+ * With PostgreSQL a token is checked by every replica: signed with JWT_SECRET, never with a secret
+ * generated on this machine (jwt-secret.ts). True after one line when JWT_SECRET is missing, before
+ * the database is opened (a bad setting is left to withStores to report).
+ */
+function refusesUnsharedSecret(who: string): boolean {
+  let missing: string | undefined;
+  try {
+    missing = sharedSecretMissing(loadSettings());
+  } catch {
+    return false;
+  }
+  if (missing) console.error(`${who}: ${missing}`);
+  return missing !== undefined;
+}
 
 const create = defineCommand({
   name: "token create",
@@ -50,6 +67,7 @@ const create = defineCommand({
     const label = values.label?.trim();
     if (label !== undefined && label.length > 200) throw new UsageError("--label is at most 200 characters");
 
+    if (refusesUnsharedSecret(who)) return 2;
     return withStores(
       who,
       async ({ tokens }, { settings }) => {
@@ -100,6 +118,7 @@ const revoke = defineCommand({
   arguments: [{ name: "id", description: "an id from token list, or a whole token made before ids were recorded" }],
   notes: "A running server refuses the token from its next request on. Revoking twice is not an error.",
   async run({ positionals: [idOrToken], who }) {
+    if (refusesUnsharedSecret(who)) return 2;
     return withStores(who, async ({ tokens }, { settings }) => {
       const revoked = await revokeToken(resolveJwtSecret(settings), tokens, idOrToken);
       if (!revoked) {

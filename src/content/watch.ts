@@ -115,8 +115,11 @@ export function watchFolder(
 
 export interface ContentWatchOptions {
   log?: Logger;
-  /** Called after a run that added, changed or removed files. */
-  onIndexed?: (changes: IndexChanges) => void;
+  /**
+   * Called after a run that added, changed or removed files; awaited, so a failure
+   * (pricing's reload hitting the database) is logged by onError, not left unhandled.
+   */
+  onIndexed?: (changes: IndexChanges) => unknown;
   debounceMs?: number;
   pollMs?: number;
 }
@@ -141,7 +144,7 @@ export function watchContent(
         { added: changes.added.length, changed: changes.changed.length, removed: changes.removed.length },
         "content index updated",
       );
-      opts.onIndexed?.(changes);
+      await opts.onIndexed?.(changes);
     },
     {
       debounceMs: opts.debounceMs ?? 150,

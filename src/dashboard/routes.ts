@@ -111,7 +111,7 @@ export function dashboardModule(deps: DashboardDeps) {
       },
       { detail: { hide: true } },
     )
-    .get("/v3/x402/dashboard/overview", () => ({ data: overview.read() }), {
+    .get("/v3/x402/dashboard/overview", async () => ({ data: await overview.read() }), {
       scope: "read",
       detail: {
         tags: ["dashboard"],

@@ -12,7 +12,8 @@
 import { NETWORKS, type NetworkName, networkByChainId } from "../chain/networks";
 import { type RpcSetting, rpcVariableOf } from "../chain/rpc-choice";
 import { displayUrl } from "../display-url";
-import type { Settings } from "../settings";
+import { sharedSecretMissing } from "../http/jwt-secret";
+import { type Settings, selectsPostgres } from "../settings";
 
 export type CheckStatus = "ok" | "warn" | "fail";
 
@@ -48,6 +49,11 @@ export interface ShopFacts {
   files: readonly { label: string; mode: number; kind: "secret" | "env" | "database" | "directory" }[];
   /** PRAGMA integrity_check (or quick_check) result: "ok" or the first problem. */
   integrity?: Probed<string>;
+  /**
+   * With PostgreSQL (CIDGATE_DB=postgres://...): whether it answers, and how many of drizzle-pg/'s
+   * migrations it has (`applied`) of those this version ships (`known`). Undefined on SQLite.
+   */
+  postgres?: Probed<{ applied: number; known: number }>;
 }
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|localhost|::1|\[::1\])$/i;
@@ -292,11 +298,48 @@ function fileChecks(f: ShopFacts): CheckResult[] {
 
 function integrityChecks(f: ShopFacts): CheckResult[] {
   if (!f.integrity) return [];
-  const name = "database integrity";
+  // On PostgreSQL the SQLite file checked is this replica's content index (the server keeps its own).
+  const name = selectsPostgres(f.settings.db) ? "content index integrity" : "database integrity";
   if ("error" in f.integrity) return [{ name, status: "fail", message: f.integrity.error }];
   return f.integrity.value === "ok"
     ? [{ name, status: "ok", message: "ok" }]
     : [{ name, status: "fail", message: `${f.integrity.value}; restore a backup` }];
+}
+
+/** The engine, and for PostgreSQL whether it answers and is migrated as far as this version. */
+function databaseChecks(f: ShopFacts): CheckResult[] {
+  const { db } = f.settings;
+  const name = "database";
+  if (!selectsPostgres(db)) return [{ name, status: "ok", message: `SQLite ${db}` }];
+  const url = `PostgreSQL ${displayUrl(db)}`;
+  if (!f.postgres) return [{ name, status: "ok", message: url }];
+  if ("error" in f.postgres) return [{ name, status: "fail", message: `${url} does not answer: ${f.postgres.error}` }];
+  const { applied, known } = f.postgres.value;
+  if (applied > known)
+    return [
+      {
+        name,
+        status: "warn",
+        message: `${url} has ${applied} migrations, this version knows ${known}: a newer cidgate migrated it; run one version on every replica`,
+      },
+    ];
+  if (applied < known)
+    return [
+      {
+        name,
+        status: "ok",
+        message: `${url} answers; ${known - applied} of ${known} migrations to apply (start-up applies them)`,
+      },
+    ];
+  return [{ name, status: "ok", message: `${url} answers, migrated (${applied} migrations)` }];
+}
+
+/** With PostgreSQL every replica signs and verifies tokens: one secret, set, never generated per replica. */
+function jwtSecretChecks(f: ShopFacts): CheckResult[] {
+  if (!selectsPostgres(f.settings.db)) return [];
+  const missing = sharedSecretMissing(f.settings);
+  if (missing) return [{ name: "JWT secret", status: "fail", message: missing }];
+  return [{ name: "JWT secret", status: "ok", message: "JWT_SECRET is set (it must be the same on every replica)" }];
 }
 
 /** Every check, in the order `doctor` prints them. */
@@ -310,6 +353,8 @@ export function decide(f: ShopFacts): CheckResult[] {
     ...diskChecks(f),
     ...fileChecks(f),
     ...integrityChecks(f),
+    ...databaseChecks(f),
+    ...jwtSecretChecks(f),
   ];
 }
 

@@ -5,7 +5,9 @@
  * thrown, so one dead dependency never hides the others' results.
  */
 import { existsSync, statfsSync, statSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { SQL } from "bun";
+import { readMigrationFiles } from "drizzle-orm/migrator";
 import { createPublicClient, http } from "viem";
 import { privateKeyToAccount } from "viem/accounts";
 import { NETWORKS, type NetworkName, networkByChainId, usdcAddress } from "../chain/networks";
@@ -14,12 +16,13 @@ import type { Db } from "../db/client";
 import { displayUrl } from "../display-url";
 import type { Facilitator } from "../facilitator/types";
 import { jwtSecretPath } from "../http/jwt-secret";
-import type { Settings } from "../settings";
+import { type Settings, selectsPostgres } from "../settings";
 import type { Probed, ShopFacts } from "./checks";
 
 export interface ProbeOptions {
   settings: Settings;
   env: Record<string, string | undefined>;
+  /** The SQLite database checked for integrity: CIDGATE_DB, or on PostgreSQL this replica's content index. */
   db: Db;
   /** Networks of the instructions that price a CID (what the facilitator must settle). */
   pricedNetworks: readonly string[];
@@ -78,6 +81,34 @@ export async function rpcFacts(
   return { rpcs, served };
 }
 
+const PG_MIGRATIONS = join(import.meta.dir, "../../drizzle-pg");
+
+/**
+ * Whether the PostgreSQL database answers, and how far it is migrated, read without migrating it
+ * (drizzle's journal table, drizzle.__drizzle_migrations): `doctor` changes nothing.
+ */
+export async function postgresFacts(
+  url: string,
+  timeoutMs: number,
+): Promise<Probed<{ applied: number; known: number }>> {
+  const known = readMigrationFiles({ migrationsFolder: PG_MIGRATIONS }).length;
+  const sql = new SQL({ url, max: 1, connectionTimeout: Math.ceil(timeoutMs / 1000) });
+  const answer = await probe(async () => {
+    const [{ journal }] = await sql`SELECT to_regclass('drizzle.__drizzle_migrations') IS NOT NULL AS journal`;
+    if (!journal) return { applied: 0, known };
+    const [{ n }] = await sql`SELECT count(*)::int AS n FROM drizzle.__drizzle_migrations`;
+    return { applied: Number(n), known };
+  }, timeoutMs);
+  await sql.close().catch(() => {});
+  if ("value" in answer) return answer;
+  // The server's reason names the user at most; the password is dropped all the same, should one appear.
+  let password = "";
+  try {
+    password = decodeURIComponent(new URL(url).password);
+  } catch {}
+  return { error: password ? answer.error.split(password).join("…") : answer.error };
+}
+
 export async function gatherFacts(o: ProbeOptions): Promise<ShopFacts> {
   const { settings } = o;
   const timeoutMs = o.timeoutMs ?? Math.min(10_000, settings.facilitatorTimeoutMs);
@@ -121,8 +152,11 @@ export async function gatherFacts(o: ProbeOptions): Promise<ShopFacts> {
     usdc.push({ network, address, overridden, hasCode });
   }
 
-  const onDisk = settings.db !== ":memory:";
-  const dbDir = onDisk ? dirname(resolve(settings.db)) : resolve(settings.dataDir);
+  const postgres = selectsPostgres(settings.db);
+  // The SQLite file on this machine: CIDGATE_DB, or with PostgreSQL the replica's content index.
+  const local = postgres ? settings.contentIndexDb : settings.db;
+  const onDisk = local !== ":memory:";
+  const dbDir = onDisk ? dirname(resolve(local)) : resolve(settings.dataDir);
   const freeBytes = await probe(() => {
     const s = statfsSync(existsSync(dbDir) ? dbDir : ".");
     return s.bavail * s.bsize;
@@ -134,7 +168,7 @@ export async function gatherFacts(o: ProbeOptions): Promise<ShopFacts> {
   };
   add(settings.dataDir, settings.dataDir, "directory");
   if (settings.jwtSecret === undefined) add(jwtSecretPath(settings), jwtSecretPath(settings), "secret");
-  if (onDisk) add(settings.db, settings.db, "database");
+  if (onDisk) add(local, local, "database");
   add(".env", ".env", "env");
 
   const integrity = await probe(() => {
@@ -143,6 +177,7 @@ export async function gatherFacts(o: ProbeOptions): Promise<ShopFacts> {
   }, timeoutMs);
 
   return {
+    postgres: postgres ? await postgresFacts(settings.db, timeoutMs) : undefined,
     settings,
     publicUrlGiven: (o.env.PUBLIC_URL ?? "") !== "",
     pricedNetworks: priced,

@@ -18,6 +18,7 @@
  */
 import type { Awaitable } from "../db/awaitable";
 import type { Db } from "../db/client";
+import { turnBatcher } from "./turn-batch";
 
 /** The SQLite store, synchronous; the app holds `SiwxNonceStore`, which a PostgreSQL store implements too. */
 export type SiwxNonceStore = Awaitable<SqliteSiwxNonceStore>;
@@ -32,7 +33,7 @@ export interface SqliteSiwxNonceStore {
 }
 
 /** A bound on one batch's transaction: the rest waits for the next turn. */
-const MAX_BATCH = 512;
+export const MAX_BATCH = 512;
 
 export function createSiwxNonceStore(db: Db): SqliteSiwxNonceStore {
   // bun:sqlite statements, prepared once: they report `changes`, which is the answer here
@@ -43,33 +44,14 @@ export function createSiwxNonceStore(db: Db): SqliteSiwxNonceStore {
   const prune = db.sqlite.query<never, [number]>("DELETE FROM siwx_nonces WHERE used_at < ?");
   const use = (nonce: string, nowSeconds: number) => insert.run(nonce, Math.floor(nowSeconds)).changes === 1;
 
-  type Waiting = { nonce: string; at: number; resolve(first: boolean): void; reject(error: unknown): void };
-  let waiting: Waiting[] = [];
-  const writeBatch = db.sqlite.transaction((batch: Waiting[]) => batch.map((w) => use(w.nonce, w.at)));
-
-  function flush() {
-    const batch = waiting.length > MAX_BATCH ? waiting.splice(0, MAX_BATCH) : waiting;
-    if (batch === waiting) waiting = [];
-    if (waiting.length > 0) setImmediate(flush);
-    let firsts: boolean[];
-    try {
-      firsts = writeBatch(batch);
-    } catch (error) {
-      for (const w of batch) w.reject(error);
-      return;
-    }
-    for (let i = 0; i < batch.length; i++) batch[i].resolve(firsts[i]);
-  }
+  const writeBatch = db.sqlite.transaction((batch: { nonce: string; at: number }[]) =>
+    batch.map((w) => use(w.nonce, w.at)),
+  );
+  const soon = turnBatcher(writeBatch, MAX_BATCH);
 
   return {
     use,
-    useSoon(nonce, nowSeconds) {
-      return new Promise<boolean>((resolve, reject) => {
-        // After the I/O of this turn: every sign-in that reached this point meanwhile shares the commit.
-        if (waiting.length === 0) setImmediate(flush);
-        waiting.push({ nonce, at: nowSeconds, resolve, reject });
-      });
-    },
+    useSoon: (nonce, nowSeconds) => soon({ nonce, at: nowSeconds }),
     prune(beforeSeconds) {
       return prune.run(Math.floor(beforeSeconds)).changes;
     },

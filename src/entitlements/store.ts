@@ -15,12 +15,13 @@
  * lookup; `lower(payer) = ?` would scan.
  */
 
-import { and, desc, eq, gt, isNull, lt, or, type SQL, sql } from "drizzle-orm";
+import { and, desc, eq, isNull, sql } from "drizzle-orm";
 import { checksumOrUndefined } from "../chain/address";
 import type { Awaitable } from "../db/awaitable";
 import type { Db } from "../db/client";
 import { entitlements } from "../db/schema";
 import type { EntitlementEvents } from "../notifications/hooks";
+import { keysetPage, listWhere } from "./filter";
 import { type AccessPolicy, type AccessScope, expiryOf } from "./policy";
 
 export type Entitlement = typeof entitlements.$inferSelect;
@@ -58,11 +59,21 @@ export interface GrantInput {
 /** The checksummed spelling (memoised: EIP-55 costs a keccak), or undefined for anything but an address. */
 const checksummed = checksumOrUndefined;
 
-const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
+export const iso = (seconds: number) => new Date(seconds * 1000).toISOString();
 
-/** Usable at `now`: not revoked and not expired (an expiry is the first second it no longer holds). */
-function activeAt(now: SQL | number): SQL {
-  return and(isNull(entitlements.revokedAt), or(isNull(entitlements.expiresAt), gt(entitlements.expiresAt, now)))!;
+/** The row of a grant by hand, on either engine: scope "cid" when a CID is given, else "instruction". */
+export function grantRow(input: GrantInput, payer: string, nowSeconds: number) {
+  return {
+    payer,
+    scope: input.cid ? ("cid" as const) : ("instruction" as const),
+    cid: input.cid ?? null,
+    instructionId: input.instructionId,
+    source: "grant" as const,
+    paymentId: null,
+    grantedAt: iso(nowSeconds),
+    expiresAt: input.expiresAt ?? null,
+    note: input.note ?? null,
+  };
 }
 
 const ENTITLEMENT_COLUMNS = `id, payer, scope, cid, instruction_id AS instructionId, source, payment_id AS paymentId,
@@ -173,17 +184,7 @@ export function createEntitlementStore(db: Db, events?: EntitlementEvents) {
       if (!payer) throw new Error(`not an address: ${input.payer}`);
       // The row and its webhook event together (bun:sqlite nests a transaction as a savepoint).
       return db.sqlite.transaction(() => {
-        const row = statements.insert.get({
-          payer,
-          scope: input.cid ? "cid" : "instruction",
-          cid: input.cid ?? null,
-          instructionId: input.instructionId,
-          source: "grant",
-          paymentId: null,
-          grantedAt: iso(nowSeconds),
-          expiresAt: input.expiresAt ?? null,
-          note: input.note ?? null,
-        })!;
+        const row = statements.insert.get(grantRow(input, payer, nowSeconds))!;
         events?.granted(row);
         return row;
       })();
@@ -202,26 +203,14 @@ export function createEntitlementStore(db: Db, events?: EntitlementEvents) {
 
     /** One page, newest first, keyed by row id (keyset paging: stable while rows are added). */
     list(filter: EntitlementFilter, page: { limit: number; afterId?: number }) {
-      const where: SQL[] = [];
-      if (filter.payer) where.push(eq(entitlements.payer, checksummed(filter.payer) ?? filter.payer));
-      if (filter.cid) where.push(eq(entitlements.cid, filter.cid));
-      if (filter.instructionId) where.push(eq(entitlements.instructionId, filter.instructionId));
-      if (filter.active !== undefined) {
-        if (filter.now === undefined) throw new Error("list: the active filter needs now");
-        const live = activeAt(filter.now);
-        where.push(filter.active ? live : sql`NOT (${live})`);
-      }
-      if (page.afterId !== undefined) where.push(lt(entitlements.id, page.afterId));
       const rows = db
         .select()
         .from(entitlements)
-        .where(where.length ? and(...where) : undefined)
+        .where(listWhere(entitlements, filter, page.afterId))
         .orderBy(desc(entitlements.id))
         .limit(page.limit + 1)
         .all();
-      const more = rows.length > page.limit;
-      const items = more ? rows.slice(0, page.limit) : rows;
-      return { items, nextAfterId: more ? items[items.length - 1].id : undefined };
+      return keysetPage(rows, page.limit);
     },
   };
 }

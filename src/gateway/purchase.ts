@@ -297,8 +297,9 @@ export function createPurchase(deps: PurchaseDeps) {
    * `proof` for `item`: the one rule for "paid already" by proof. The same
    * proof for the same CID is served again at no charge until its
    * validBefore (capped at now + maxTimeoutSeconds + 30 s when it was
-   * accepted: a buyer whose response was lost retries); anything else is
-   * refused. Access after that window goes through an entitlement.
+   * accepted: a buyer whose response was lost retries), and told to come
+   * back while it is still being settled; anything else is refused. Access
+   * after that window goes through an entitlement.
    */
   function existing(
     item: PricedContent,
@@ -312,6 +313,10 @@ export function createPurchase(deps: PurchaseDeps) {
         return refuse(item, proof, Reason.validBefore, "the authorization has expired");
       return serve(item, proof.x402Version, proof.from, row, range, activeFor(proof.from, item));
     }
+    // The same proof for the same CID still settling (the settler watched it for the facilitator
+    // timeout): its buyer is told to come back, never refused.
+    if (row.state === "pending" && sameProof)
+      return { kind: "pending", message: "this payment is still being settled" };
     if (row.state === "pending") {
       return refuse(
         item,

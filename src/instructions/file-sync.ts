@@ -1,94 +1,28 @@
 /**
- * The pricing files' side of the instructions tables: makes the instructions
- * whose source is "file:..." and their CID mappings match a desired set, in
- * ONE synchronous SQLite transaction: readers see the state before or after,
- * never a mix, and a refused sync leaves every row as it was.
+ * The pricing files' side of the instructions tables on SQLite: makes the
+ * instructions whose source is "file:..." and their CID mappings match a
+ * desired set, in ONE synchronous SQLite transaction: readers see the state
+ * before or after, never a mix, and a refused sync leaves every row as it was.
  *
- * Only instructions whose source is "file:..." are touched; each keeps its id
- * (matched by source) across reloads and restarts, and its version moves by
- * one only when its name, description, requirements or access policy change. A sync that
- * changes nothing writes nothing. The pricing module decides what is desired
- * (pricing/load.ts) and words the refusals (pricing/sync.ts); the rules for
- * what a valid requirement is stay in requirements.ts. Called through the
- * instruction store (`syncFiles`), which bumps the catalog signal.
+ * What to write is decided by file-sync-plan.ts (shared with PostgreSQL's
+ * file-sync-pg.ts); this file reads the state and runs the plan. The pricing
+ * module decides what is desired (pricing/load.ts) and words the refusals
+ * (pricing/sync.ts); the rules for what a valid requirement is stay in
+ * requirements.ts. Called through the instruction store (`syncFiles`),
+ * which bumps the catalog signal.
  */
 import type { Database } from "bun:sqlite";
-import type { AccessScope } from "../entitlements/policy";
-import type { StoredRequirement } from "./requirements";
+import { type FileInstruction, type FileSyncResult, planFileSync, type StoredFileInstruction } from "./file-sync-plan";
 
-/** One instruction a pricing file declares, already validated (one owner per CID across the set). */
-export interface FileInstruction {
-  /** "file:<path relative to the config folder>#<key>": the identity kept across syncs. */
-  source: string;
-  name: string;
-  description: string | null;
-  requirements: StoredRequirement[];
-  /** JSON.stringify(requirements): compared with the stored text before anything is parsed. */
-  requirementsJson: string;
-  /** Already checked with parseAccessPolicy. */
-  access: string;
-  access_scope: AccessScope;
-  /** Each claim may carry more (where it was written); only `cid` is read here. */
-  cids: readonly { cid: string }[];
-}
-
-export interface InstructionChange {
-  id: string;
-  source: string;
-  name: string;
-  version: number;
-}
-
-export interface SyncChanges {
-  created: InstructionChange[];
-  updated: InstructionChange[];
-  deleted: InstructionChange[];
-  cidsAttached: number;
-  cidsDetached: number;
-}
-
-/** A desired CID already attached to an instruction made through the API: the sync is refused. */
-export interface FileCidConflict<I extends FileInstruction> {
-  instruction: I;
-  claim: I["cids"][number];
-  owner: { id: string; name: string };
-}
-
-export type FileSyncResult<I extends FileInstruction> =
-  | { ok: true; changes: SyncChanges }
-  | { ok: false; conflicts: FileCidConflict<I>[] };
-
-export function emptyChanges(): SyncChanges {
-  return { created: [], updated: [], deleted: [], cidsAttached: 0, cidsDetached: 0 };
-}
-
-export function changed(c: SyncChanges): boolean {
-  return c.created.length + c.updated.length + c.deleted.length + c.cidsAttached + c.cidsDetached > 0;
-}
-
-/** JSON with sorted keys: two equal requirement lists compare equal whatever order their keys were written in. */
-function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_k, v) =>
-    v && typeof v === "object" && !Array.isArray(v)
-      ? Object.fromEntries(
-          Object.keys(v)
-            .sort()
-            .map((k) => [k, (v as Record<string, unknown>)[k]]),
-        )
-      : v,
-  );
-}
-
-interface InstructionRow {
-  id: string;
-  version: number;
-  name: string;
-  description: string | null;
-  requirements: string;
-  source: string;
-  access: string;
-  access_scope: string;
-}
+export {
+  changed,
+  emptyChanges,
+  type FileCidConflict,
+  type FileInstruction,
+  type FileSyncResult,
+  type InstructionChange,
+  type SyncChanges,
+} from "./file-sync-plan";
 
 /**
  * Plain prepared statements rather than drizzle's builder: a cold reconcile
@@ -100,7 +34,7 @@ export function fileSyncStatements(sql: Database) {
     anyFileInstruction: sql.query<{ 1: number }, []>(
       "SELECT 1 FROM payment_instructions WHERE source LIKE 'file:%' LIMIT 1",
     ),
-    fileInstructions: sql.query<InstructionRow, []>(
+    fileInstructions: sql.query<StoredFileInstruction, []>(
       "SELECT id, version, name, description, requirements, source, access, access_scope FROM payment_instructions WHERE source LIKE 'file:%'",
     ),
     fileMappings: sql.query<{ cid: string; instructionId: string }, []>(
@@ -141,81 +75,21 @@ export function syncFileInstructions<I extends FileInstruction>(
 ): FileSyncResult<I> {
   const stamp = now.toISOString();
   return sqlite.transaction((): FileSyncResult<I> => {
-    const existing = q.fileInstructions.all();
-    const bySource = new Map(existing.map((row) => [row.source, row]));
-    const fileIds = new Set(existing.map((row) => row.id));
-
-    // Current CID -> instruction for file-made instructions.
     const mapped = new Map<string, string>();
     for (const row of q.fileMappings.all()) mapped.set(row.cid, row.instructionId);
-
-    // A CID not mapped by a file instruction may belong to an API instruction: that refuses the sync.
-    const conflicts: FileCidConflict<I>[] = [];
-    for (const inst of desired) {
-      for (const claim of inst.cids) {
-        if (mapped.has(claim.cid)) continue;
-        const other = q.ownerOf.get(claim.cid);
-        if (other && !fileIds.has(other.id)) conflicts.push({ instruction: inst, claim, owner: other });
-      }
+    const planned = planFileSync({ existing: q.fileInstructions.all(), mapped }, desired, (cid) => q.ownerOf.get(cid));
+    if (!planned.ok) return planned;
+    const { plan } = planned;
+    for (const id of plan.remove) {
+      q.detachAll.run(id);
+      q.remove.run(id);
     }
-    if (conflicts.length) return { ok: false, conflicts };
-
-    const changes = emptyChanges();
-    const wanted = new Set(desired.map((d) => d.source));
-    const ids = new Map<string, string>(); // source -> id, for the mappings below
-
-    // 1. Instructions no file declares any more go, with their CID mappings.
-    const gone = existing.filter((row) => !wanted.has(row.source));
-    const goneIds = new Set(gone.map((row) => row.id));
-    for (const row of gone) {
-      q.detachAll.run(row.id);
-      q.remove.run(row.id);
-      changes.deleted.push({ id: row.id, source: row.source, name: row.name, version: row.version });
-    }
-
-    // 2. Created and updated instructions.
-    for (const inst of desired) {
-      const json = inst.requirementsJson;
-      const row = bySource.get(inst.source);
-      if (!row) {
-        const id = Bun.randomUUIDv7();
-        ids.set(inst.source, id);
-        q.insert.run(id, inst.name, inst.description, json, inst.source, stamp, stamp, inst.access, inst.access_scope);
-        changes.created.push({ id, source: inst.source, name: inst.name, version: 1 });
-        continue;
-      }
-      ids.set(inst.source, row.id);
-      const same =
-        row.name === inst.name &&
-        (row.description ?? null) === inst.description &&
-        row.access === inst.access &&
-        row.access_scope === inst.access_scope &&
-        // Same text is the common case; key order written by someone else still counts as the same.
-        (row.requirements === json || canonicalJson(JSON.parse(row.requirements)) === canonicalJson(inst.requirements));
-      if (same) continue;
-      q.update.run(inst.name, inst.description, json, row.version + 1, stamp, row.id, inst.access, inst.access_scope);
-      changes.updated.push({ id: row.id, source: inst.source, name: inst.name, version: row.version + 1 });
-    }
-
-    // 3. CID mappings: detach what moved or went, then attach what is new.
-    const want = new Map<string, { id: string; source: string }>();
-    for (const inst of desired) {
-      const id = ids.get(inst.source)!;
-      for (const claim of inst.cids) want.set(claim.cid, { id, source: inst.source });
-    }
-    for (const [cid, id] of mapped) {
-      if (goneIds.has(id)) {
-        changes.cidsDetached++; // removed with its instruction above
-      } else if (want.get(cid)?.id !== id) {
-        q.detach.run(cid);
-        changes.cidsDetached++;
-      }
-    }
-    for (const [cid, target] of want) {
-      if (mapped.get(cid) === target.id) continue;
-      q.attach.run(cid, target.id, target.source, stamp);
-      changes.cidsAttached++;
-    }
-    return { ok: true, changes };
+    for (const i of plan.insert)
+      q.insert.run(i.id, i.name, i.description, i.requirementsJson, i.source, stamp, stamp, i.access, i.access_scope);
+    for (const i of plan.update)
+      q.update.run(i.name, i.description, i.requirementsJson, i.version, stamp, i.id, i.access, i.access_scope);
+    for (const cid of plan.detach) q.detach.run(cid);
+    for (const m of plan.attach) q.attach.run(m.cid, m.instructionId, m.source, stamp);
+    return { ok: true, changes: plan.changes };
   })();
 }

@@ -75,6 +75,8 @@ export async function resolveFromChain(deps: ReconcileDeps, row: Payment): Promi
 }
 
 export interface ReconcileRound {
+  /** Another replica holds the reconciler's lease: this one looked at nothing. */
+  skipped?: true;
   checked: number;
   settled: number;
   released: number;
@@ -85,7 +87,19 @@ export interface ReconcileRound {
 /** Pending rows looked at per round. */
 const PAGE = 500;
 
-export function createReconciler(deps: ReconcileDeps & { intervalSeconds: number }) {
+export interface ReconcilerOptions {
+  intervalSeconds: number;
+  /**
+   * Several replicas on one database (PostgreSQL): asked before each round, true while this
+   * replica holds the reconciler's lease (lease-pg.ts); false skips the round, so one replica at a
+   * time reads the chain. None (SQLite, one process): every round runs.
+   */
+  lease?: () => Promise<boolean>;
+  /** Gives the lease up when the reconciler stops, so another replica takes over at once. */
+  releaseLease?: () => Promise<void>;
+}
+
+export function createReconciler(deps: ReconcileDeps & ReconcilerOptions) {
   let running: Promise<ReconcileRound> | undefined;
   let timer: ReturnType<typeof setInterval> | undefined;
   let stopping = false;
@@ -97,8 +111,9 @@ export function createReconciler(deps: ReconcileDeps & { intervalSeconds: number
   let cursor = 0;
 
   async function round(): Promise<ReconcileRound> {
-    const result = { checked: 0, settled: 0, released: 0, open: 0, errors: 0 };
+    const result: ReconcileRound = { checked: 0, settled: 0, released: 0, open: 0, errors: 0 };
     if (!deps.lookup) return result;
+    if (deps.lease && !(await holdLease())) return { skipped: true, ...result };
     const page = await deps.payments.unresolved(deps.pendingBefore(), PAGE, cursor);
     cursor = page.length === PAGE ? page[page.length - 1].id : 0;
     const rows = [...page, ...(await deps.payments.releasedAfterSettle(Math.floor(Date.now() / 1000)))];
@@ -120,6 +135,16 @@ export function createReconciler(deps: ReconcileDeps & { intervalSeconds: number
     return result;
   }
 
+  /** Whether this replica holds the lease; a database that cannot answer holds nothing (the next round asks again). */
+  async function holdLease(): Promise<boolean> {
+    try {
+      return (await deps.lease?.()) ?? true;
+    } catch (error) {
+      deps.log?.warn({ reason: safeReason(error) }, "reconciliation: the lease could not be renewed; round skipped");
+      return false;
+    }
+  }
+
   /** One round now; a round already running is joined, never doubled. */
   function runOnce(): Promise<ReconcileRound> {
     running ??= round().finally(() => {
@@ -138,12 +163,17 @@ export function createReconciler(deps: ReconcileDeps & { intervalSeconds: number
       timer = setInterval(() => void runOnce(), deps.intervalSeconds * 1000);
       timer.unref?.();
     },
-    /** Stops the timer and waits for a round in flight. */
+    /** Stops the timer, waits for a round in flight, and gives the lease up. */
     async stop() {
       stopping = true;
       if (timer) clearInterval(timer);
       timer = undefined;
       await running;
+      await deps
+        .releaseLease?.()
+        .catch((error) =>
+          deps.log?.warn({ reason: safeReason(error) }, "reconciliation: the lease could not be released"),
+        );
     },
   };
 }

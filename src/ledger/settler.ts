@@ -11,6 +11,13 @@
  * not decided here: the outcome `existing` hands the row to the purchase
  * decision (src/gateway/purchase.ts), the one place that rule lives.
  *
+ * Across processes (replicas on one PostgreSQL database, or processes on one
+ * SQLite file) there is no shared map: a request whose claim finds the same
+ * proof for the same CID being settled elsewhere watches the row until that
+ * settlement ends, up to the facilitator timeout, and shares its outcome
+ * through the row; still unsettled by then, it answers `pending`, never a
+ * refusal to the buyer who paid.
+ *
  * A settle that went out but whose outcome never came back may still land on
  * chain: its row is left pending, marked unconfirmed, for the same proof to
  * resolve (recovery.ts).
@@ -30,7 +37,19 @@ import {
   withDeadline,
 } from "./outcome";
 import { confirmHeld, resolveUnconfirmed } from "./recovery";
-import type { Payment } from "./store";
+import { isUnconfirmed, type Payment } from "./store";
+
+/**
+ * How often a request watching another process's settlement of its proof reads the row (one read by
+ * primary key). A settlement is a verify and a settle at the facilitator, hundreds of milliseconds
+ * at best, seconds on a busy chain: 50 ms adds little to the wait and costs the database twenty
+ * small reads a second per waiting request, which only a buyer's retry racing its own first
+ * request makes.
+ */
+const WATCH_INTERVAL_MS = 50;
+
+/** The answer to a proof whose settlement is still running elsewhere once the wait is over. */
+const STILL_SETTLING: Outcome = { kind: "pending", message: "this payment is still being settled" };
 
 export type { Outcome, PaymentAttempt, SettlerDeps, Timings } from "./outcome";
 
@@ -108,12 +127,26 @@ export function createLedgerSettler(deps: SettlerDeps) {
   }
 
   /**
+   * The row once it is no longer a live settlement (settled, failed, gone, or unconfirmed: its settle
+   * went unanswered), or as it is at `until` (unix ms).
+   */
+  async function watch(id: number, until: number): Promise<Payment | undefined> {
+    for (;;) {
+      const row = await deps.payments.get(id);
+      if (row?.state !== "pending" || isUnconfirmed(row) || Date.now() >= until) return row;
+      await Bun.sleep(Math.min(WATCH_INTERVAL_MS, Math.max(0, until - Date.now())));
+    }
+  }
+
+  /**
    * Pays with a proof that passed the local checks. Never throws for a
    * facilitator problem: the outcome says what happened.
    */
   async function pay(attempt: PaymentAttempt): Promise<Outcome> {
     const { claim } = attempt;
     const mapKey = `${claim.network}|${claim.asset}|${claim.payer}|${claim.nonce}`;
+    // Set once: however often another process's claims are watched and lost below, one timeout in all.
+    let watchUntil: number | undefined;
     for (;;) {
       const running = inflight.get(mapKey);
       if (running) {
@@ -129,7 +162,20 @@ export function createLedgerSettler(deps: SettlerDeps) {
       // SQLite answers at once: no await, so the outcome is registered before any other request runs. On
       // PostgreSQL the database's unique key decides between racing claims, this process's included.
       const claimed = answer instanceof Promise ? await answer : answer;
-      if (!claimed.claimed) return { kind: "existing", payment: claimed.payment };
+      if (!claimed.claimed) {
+        const row = claimed.payment;
+        const sameProof = row.cid === claim.cid && row.proofHash === claim.proofHash;
+        if (row.state !== "pending" || !sameProof || isUnconfirmed(row, staleBefore))
+          return { kind: "existing", payment: row };
+        // Being settled now. Here (PostgreSQL: claims race across an await): join it at the loop's top.
+        if (inflight.has(mapKey)) continue;
+        // By another process: its outcome is in the row once it ends.
+        watchUntil ??= Date.now() + deps.timeoutMs;
+        const ended = await watch(row.id, watchUntil);
+        if (ended?.state === "settled") return { kind: "existing", payment: ended };
+        if (!ended || ended.state === "failed") continue; // released (or pruned): claimable again, as any failed row
+        return STILL_SETTLING;
+      }
       const outcome = claimed.resolve
         ? resolveUnconfirmed(deps, attempt, claimed.payment)
         : settle(attempt, claimed.payment);

@@ -13,6 +13,14 @@ import type { Awaitable } from "../db/awaitable";
 import type { Db } from "../db/client";
 import { payments } from "../db/schema";
 import { createStatsQueries } from "../stats/queries";
+import {
+  claimFields,
+  filterConditions as conditionsOn,
+  type PaymentFilter,
+  pageOf,
+  UNCONFIRMED,
+  unconfirmedCondition,
+} from "./payment-conditions";
 
 export type Payment = typeof payments.$inferSelect;
 export type PaymentState = Payment["state"];
@@ -48,12 +56,12 @@ export type ClaimResult =
   /** Someone holds or used it already: pending or settled. */
   | { claimed: false; payment: Payment };
 
-/**
- * A pending row whose settle was sent but never answered carries this
- * prefix in `error`; a live claim has `error` null. Such a row stays
+/*
+ * A pending row whose settle was sent but never answered carries the prefix
+ * UNCONFIRMED in `error`; a live claim has `error` null. Such a row stays
  * pending (the money may have moved) until the same proof resolves it.
  */
-export const UNCONFIRMED = "settlement unconfirmed";
+export { type PaymentFilter, UNCONFIRMED } from "./payment-conditions";
 
 /** A pending row nobody is settling right now: its settle went unanswered, or its process stopped. */
 export function isUnconfirmed(row: Payment, staleBefore?: string): boolean {
@@ -62,7 +70,6 @@ export function isUnconfirmed(row: Payment, staleBefore?: string): boolean {
 }
 
 const nowIso = () => new Date().toISOString();
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /*
  * The paid request's statements, prepared once per database: drizzle's query
@@ -109,7 +116,17 @@ function prepareStatements(db: Db) {
     heldFor: db
       .select()
       .from(payments)
-      .where(and(eq(payments.payer, p("payer")), eq(payments.cid, p("cid")), eq(payments.state, "pending")))
+      // Through the small partial index payments_pending (the rows being settled now): `state = 'pending'` a
+      // literal (a parameter cannot match the index's WHERE), and `+` keeping the planner off the payer and
+      // cid indexes, which it took and then walked every row of the payer: 6-9 ms per purchase for a buyer
+      // with 20,000 rows, on every purchase (scripts/bench figures in docs/BENCHMARKS.md, issue 14 run).
+      .where(
+        and(
+          sql`+${payments.payer} = ${p("payer")}`,
+          sql`+${payments.cid} = ${p("cid")}`,
+          sql`${payments.state} = 'pending'`,
+        ),
+      )
       .orderBy(desc(payments.id))
       .limit(1)
       .prepare(),
@@ -127,28 +144,7 @@ function prepareStatements(db: Db) {
   };
 }
 
-export interface PaymentFilter {
-  cid?: string;
-  payer?: string;
-  instructionId?: string;
-  state?: PaymentState;
-  /** ISO 8601, inclusive. */
-  createdFrom?: string;
-  /** ISO 8601, exclusive. */
-  createdTo?: string;
-}
-
-function filterConditions(f: PaymentFilter): SQL[] {
-  const where: SQL[] = [];
-  if (f.cid) where.push(eq(payments.cid, f.cid));
-  // Payers are stored checksummed; compare without case so any spelling finds them.
-  if (f.payer) where.push(sql`lower(${payments.payer}) = ${f.payer.toLowerCase()}`);
-  if (f.instructionId) where.push(eq(payments.instructionId, f.instructionId));
-  if (f.state) where.push(eq(payments.state, f.state));
-  if (f.createdFrom) where.push(gte(payments.createdAt, f.createdFrom));
-  if (f.createdTo) where.push(lt(payments.createdAt, f.createdTo));
-  return where;
-}
+const filterConditions = (f: PaymentFilter) => conditionsOn(payments, f);
 
 /** The payments store of one database: the table's only writer. */
 export function createPaymentStore(db: Db) {
@@ -202,7 +198,10 @@ export function createPaymentStore(db: Db) {
      * rows and settled rows are returned unclaimed for the caller to decide.
      */
     claim(claim: PaymentClaim, options: { staleBefore?: string } = {}): ClaimResult {
-      return db.transaction((tx) => {
+      // bun:sqlite's own transaction (drizzle's wrapper cost more than the statements in it: claim and
+      // markSettled 160 -> 60-90 us), IMMEDIATE: it reads then writes, so it takes the write lock first
+      // and waits out another process's writer (busy_timeout) instead of failing its upgrade.
+      return db.sqlite.transaction(() => {
         const existing = statements.findByAuthorization.get({
           network: claim.network,
           asset: claim.asset,
@@ -214,7 +213,7 @@ export function createPaymentStore(db: Db) {
           if (existing.cid !== claim.cid || existing.proofHash !== claim.proofHash)
             return { claimed: false as const, payment: existing };
           // Live again: other requests (and processes) now see a settlement in progress.
-          const payment = tx
+          const payment = db
             .update(payments)
             .set({ error: null, updatedAt: now })
             .where(and(eq(payments.id, existing.id), eq(payments.state, "pending")))
@@ -223,22 +222,9 @@ export function createPaymentStore(db: Db) {
           return { claimed: true as const, payment, resolve: true };
         }
         if (existing && existing.state !== "failed") return { claimed: false as const, payment: existing };
-        const fields = {
-          cid: claim.cid,
-          instructionId: claim.instructionId,
-          instructionVersion: claim.instructionVersion,
-          amount: claim.amount,
-          payTo: claim.payTo,
-          state: "pending" as const,
-          txHash: null,
-          validBefore: Number(claim.validBefore > MAX_SAFE ? MAX_SAFE : claim.validBefore),
-          x402Version: claim.x402Version,
-          proofHash: claim.proofHash,
-          error: null,
-          updatedAt: now,
-        };
+        const fields = claimFields(claim, now);
         const payment = existing
-          ? tx.update(payments).set(fields).where(eq(payments.id, existing.id)).returning().get()
+          ? db.update(payments).set(fields).where(eq(payments.id, existing.id)).returning().get()
           : statements.insertClaim.get({
               ...fields,
               network: claim.network,
@@ -248,7 +234,7 @@ export function createPaymentStore(db: Db) {
               now,
             })!;
         return { claimed: true as const, payment, resolve: false };
-      });
+      }).immediate();
     },
 
     /**
@@ -264,7 +250,7 @@ export function createPaymentStore(db: Db) {
           and(
             // A literal, not a parameter: what lets SQLite use the partial index payments_pending.
             sql`${payments.state} = 'pending'`,
-            sql`(${payments.error} LIKE ${`${UNCONFIRMED}%`} OR ${payments.updatedAt} < ${before})`,
+            unconfirmedCondition(payments, before),
             gt(payments.id, afterId),
           ),
         )
@@ -383,9 +369,7 @@ export function createPaymentStore(db: Db) {
         .orderBy(order === "desc" ? desc(payments.id) : asc(payments.id))
         .limit(page.limit + 1)
         .all();
-      const more = rows.length > page.limit;
-      const items = more ? rows.slice(0, page.limit) : rows;
-      return { items, nextAfterId: more ? items[items.length - 1].id : undefined };
+      return pageOf(rows, page.limit);
     },
 
     /**
@@ -421,6 +405,8 @@ export function createPaymentStore(db: Db) {
           .select({ network: payments.network, asset: payments.asset, amount: payments.amount })
           .from(payments)
           .where(where)
+          // Read in the order of the sums' answer: the map keeps it.
+          .orderBy(payments.network, payments.asset)
           .all()) {
           const k = `${r.network}|${r.asset}`;
           const t = totals.get(k) ?? { network: r.network, asset: r.asset, amount: 0n, count: 0 };

@@ -7,12 +7,15 @@
  * Nothing is sent here: the dispatcher (dispatcher.ts) reads the outbox.
  */
 
-import { randomBytes } from "node:crypto";
-import { and, desc, eq, like, lt, lte, type SQL, sql } from "drizzle-orm";
+import { and, desc, eq, like, lte, sql } from "drizzle-orm";
 import type { Awaitable } from "../db/awaitable";
 import type { Db } from "../db/client";
 import { webhookDeliveries, webhooks } from "../db/schema";
+import { keysetPage } from "../entitlements/filter";
+import { type Attempt, attemptChanges, countsOf, deliveryWhere } from "./deliveries";
 import { type EventEnvelope, type EventType, envelope, TEST_EVENT } from "./events";
+import { DELETED, declared, planCounts, planFileWebhooks, REMOVED_FROM_FILE } from "./file-webhooks";
+import { newWebhookRow, wants, webhookChanges } from "./webhook-rows";
 
 export type Webhook = typeof webhooks.$inferSelect;
 export type Delivery = typeof webhookDeliveries.$inferSelect;
@@ -42,14 +45,17 @@ export interface DeliveryFilter {
   eventType?: string;
 }
 
-/** A fresh signing secret for a webhook made through the API (shown once, in the create answer). */
-export const newSecret = () => `whsec_${randomBytes(24).toString("base64url")}`;
-
-const nowIso = () => new Date().toISOString();
+export const nowIso = () => new Date().toISOString();
 
 /** Where a failure to queue an event is reported; never thrown into the caller's transaction. */
 export interface NotificationsLog {
   error(obj: object, msg: string): void;
+}
+
+/** A failure to queue an event, logged: the stores have no logger of their own, so a JSON line on stderr, the error's name only. */
+export function notQueued(log: NotificationsLog | undefined, type: string, error: unknown): void {
+  const to = log ?? { error: (obj: object, msg: string) => console.error(JSON.stringify({ ...obj, msg })) };
+  to.error({ level: "error", event: type, err: (error as Error).name }, "webhook event not queued");
 }
 
 export function createNotificationStore(db: Db, opts: { log?: NotificationsLog } = {}) {
@@ -75,9 +81,7 @@ export function createNotificationStore(db: Db, opts: { log?: NotificationsLog }
   // (webhooks are edited by the server: API and pricing reloads).
   let enabled: Webhook[] | undefined;
   const subscribers = (type: string) =>
-    (enabled ??= db.select().from(webhooks).where(eq(webhooks.enabled, true)).all()).filter(
-      (w) => w.events.length === 0 || w.events.includes(type),
-    );
+    (enabled ??= db.select().from(webhooks).where(eq(webhooks.enabled, true)).all()).filter((w) => wants(w, type));
   const listeners = new Set<() => void>();
   const queued = () => {
     for (const l of listeners) l();
@@ -114,9 +118,7 @@ export function createNotificationStore(db: Db, opts: { log?: NotificationsLog }
         const targets = subscribers(type);
         if (targets.length) queue(targets, envelope(type, data));
       } catch (error) {
-        // The stores have no logger of their own: a JSON line on stderr, the error's name only.
-        const log = opts.log ?? { error: (obj: object, msg: string) => console.error(JSON.stringify({ ...obj, msg })) };
-        log.error({ level: "error", event: type, err: (error as Error).name }, "webhook event not queued");
+        notQueued(opts.log, type, error);
       }
     },
 
@@ -141,40 +143,13 @@ export function createNotificationStore(db: Db, opts: { log?: NotificationsLog }
     getWebhook,
 
     createWebhook(input: WebhookInput): Webhook {
-      const now = nowIso();
-      const row = db
-        .insert(webhooks)
-        .values({
-          id: `wh_${Bun.randomUUIDv7()}`,
-          url: input.url,
-          secret: input.secret ?? newSecret(),
-          events: input.events ?? [],
-          description: input.description ?? null,
-          enabled: input.enabled ?? true,
-          source: "api",
-          createdAt: now,
-          updatedAt: now,
-        })
-        .returning()
-        .get();
+      const row = db.insert(webhooks).values(newWebhookRow(input, nowIso())).returning().get();
       changed();
       return row;
     },
 
     updateWebhook(id: string, input: Partial<WebhookInput>): Webhook | undefined {
-      const row = db
-        .update(webhooks)
-        .set({
-          ...(input.url !== undefined && { url: input.url }),
-          ...(input.secret !== undefined && { secret: input.secret }),
-          ...(input.events !== undefined && { events: input.events }),
-          ...(input.description !== undefined && { description: input.description }),
-          ...(input.enabled !== undefined && { enabled: input.enabled }),
-          updatedAt: nowIso(),
-        })
-        .where(eq(webhooks.id, id))
-        .returning()
-        .get();
+      const row = db.update(webhooks).set(webhookChanges(input, nowIso())).where(eq(webhooks.id, id)).returning().get();
       changed();
       return row;
     },
@@ -185,7 +160,7 @@ export function createNotificationStore(db: Db, opts: { log?: NotificationsLog }
         const gone = tx.delete(webhooks).where(eq(webhooks.id, id)).returning().get();
         if (gone)
           tx.update(webhookDeliveries)
-            .set({ state: "failed", lastError: "webhook deleted" })
+            .set({ state: "failed", lastError: DELETED })
             .where(and(eq(webhookDeliveries.webhookId, id), eq(webhookDeliveries.state, "pending")))
             .run();
         return gone;
@@ -200,54 +175,22 @@ export function createNotificationStore(db: Db, opts: { log?: NotificationsLog }
      * alone. Answers what changed.
      */
     syncFiles(desired: readonly DesiredWebhook[]) {
-      const result = { created: 0, updated: 0, deleted: 0 };
-      db.transaction((tx) => {
+      const result = db.transaction((tx) => {
         const now = nowIso();
-        const current = new Map(
-          tx
-            .select()
-            .from(webhooks)
-            .where(like(webhooks.source, "file:%"))
-            .all()
-            .map((w) => [w.source, w]),
-        );
-        for (const d of desired) {
-          const had = current.get(d.source);
-          current.delete(d.source);
-          if (!had) {
-            tx.insert(webhooks)
-              .values({ ...d, id: `wh_${Bun.randomUUIDv7()}`, createdAt: now, updatedAt: now })
-              .run();
-            result.created++;
-          } else if (
-            had.url !== d.url ||
-            had.secret !== d.secret ||
-            had.enabled !== d.enabled ||
-            had.description !== d.description ||
-            JSON.stringify(had.events) !== JSON.stringify(d.events)
-          ) {
-            tx.update(webhooks)
-              .set({
-                url: d.url,
-                secret: d.secret,
-                events: d.events,
-                description: d.description,
-                enabled: d.enabled,
-                updatedAt: now,
-              })
-              .where(eq(webhooks.id, had.id))
-              .run();
-            result.updated++;
-          }
-        }
-        for (const gone of current.values()) {
+        const plan = planFileWebhooks(tx.select().from(webhooks).where(like(webhooks.source, "file:%")).all(), desired);
+        for (const d of plan.create)
+          tx.insert(webhooks)
+            .values({ ...d, id: `wh_${Bun.randomUUIDv7()}`, createdAt: now, updatedAt: now })
+            .run();
+        for (const u of plan.update) tx.update(webhooks).set(declared(u.to, now)).where(eq(webhooks.id, u.id)).run();
+        for (const gone of plan.remove) {
           tx.delete(webhooks).where(eq(webhooks.id, gone.id)).run();
           tx.update(webhookDeliveries)
-            .set({ state: "failed", lastError: "webhook removed from its pricing file" })
+            .set({ state: "failed", lastError: REMOVED_FROM_FILE })
             .where(and(eq(webhookDeliveries.webhookId, gone.id), eq(webhookDeliveries.state, "pending")))
             .run();
-          result.deleted++;
         }
+        return planCounts(plan);
       });
       if (result.created || result.updated || result.deleted) changed();
       return result;
@@ -294,23 +237,10 @@ export function createNotificationStore(db: Db, opts: { log?: NotificationsLog }
     },
 
     /** Records an attempt: delivered, or retried at `retryAt`, or failed for good (`retryAt` undefined). */
-    recordAttempt(
-      id: number,
-      attempt: { ok: boolean; status: number | null; error: string | null; at: string; retryAt?: string },
-    ): Delivery | undefined {
+    recordAttempt(id: number, attempt: Attempt): Delivery | undefined {
       return db
         .update(webhookDeliveries)
-        .set({
-          attempts: sql`${webhookDeliveries.attempts} + 1`,
-          lastAttemptAt: attempt.at,
-          lastStatus: attempt.status,
-          lastError: attempt.error,
-          ...(attempt.ok
-            ? { state: "delivered" as const, deliveredAt: attempt.at }
-            : attempt.retryAt
-              ? { nextAttemptAt: attempt.retryAt }
-              : { state: "failed" as const }),
-        })
+        .set(attemptChanges(webhookDeliveries, attempt))
         .where(and(eq(webhookDeliveries.id, id), eq(webhookDeliveries.state, "pending")))
         .returning()
         .get();
@@ -334,33 +264,25 @@ export function createNotificationStore(db: Db, opts: { log?: NotificationsLog }
 
     /** The delivery log, newest first, keyset-paged by id. */
     listDeliveries(f: DeliveryFilter, page: { limit: number; afterId?: number }) {
-      const where: SQL[] = [];
-      if (f.webhookId) where.push(eq(webhookDeliveries.webhookId, f.webhookId));
-      if (f.state) where.push(eq(webhookDeliveries.state, f.state));
-      if (f.eventType) where.push(eq(webhookDeliveries.eventType, f.eventType));
-      if (page.afterId !== undefined) where.push(lt(webhookDeliveries.id, page.afterId));
       const rows = db
         .select()
         .from(webhookDeliveries)
-        .where(where.length ? and(...where) : undefined)
+        .where(deliveryWhere(webhookDeliveries, f, page.afterId))
         .orderBy(desc(webhookDeliveries.id))
         .limit(page.limit + 1)
         .all();
-      const more = rows.length > page.limit;
-      const items = more ? rows.slice(0, page.limit) : rows;
-      return { items, nextAfterId: more ? items[items.length - 1].id : undefined };
+      return keysetPage(rows, page.limit);
     },
 
     /** Deliveries per state (for the dashboard's attention list). */
     counts(): Record<DeliveryState, number> {
-      const out: Record<DeliveryState, number> = { pending: 0, delivered: 0, failed: 0 };
-      for (const r of db
-        .select({ state: webhookDeliveries.state, n: sql<number>`count(*)` })
-        .from(webhookDeliveries)
-        .groupBy(webhookDeliveries.state)
-        .all())
-        out[r.state] = r.n;
-      return out;
+      return countsOf(
+        db
+          .select({ state: webhookDeliveries.state, n: sql<number>`count(*)` })
+          .from(webhookDeliveries)
+          .groupBy(webhookDeliveries.state)
+          .all(),
+      );
     },
   };
 }

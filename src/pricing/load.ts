@@ -18,7 +18,7 @@ import { canonicalNetwork, usdcAddress } from "../chain/networks";
 import { canonicalCid } from "../content/cid";
 import { relativePathProblem } from "../content/paths";
 import { ACCESS_RULE, DEFAULT_ACCESS, DEFAULT_ACCESS_SCOPE, parseAccessPolicy } from "../entitlements/policy";
-import type { FileInstruction } from "../instructions/file-sync";
+import type { FileInstruction } from "../instructions/file-sync-plan";
 import { type FieldError, normalizeRequirements } from "../instructions/requirements";
 import { checkNotifications, desiredWebhooks } from "../notifications/config";
 import type { DesiredWebhook } from "../notifications/store";

@@ -1,15 +1,15 @@
 /**
  * Applies validated pricing files to the database through the instruction
  * store, which owns the tables and does the bulk set-difference in one
- * transaction (instructions/file-sync.ts). What is left here is pricing's
+ * transaction (instructions/file-sync-plan.ts). What is left here is pricing's
  * part: a CID the files claim that an API-made instruction already holds
  * refuses the reload, reported where the claim is written.
  */
-import type { SyncChanges } from "../instructions/file-sync";
+import type { SyncChanges } from "../instructions/file-sync-plan";
 import type { InstructionStore } from "../instructions/store";
 import { type DesiredInstruction, type PricingProblem, pin } from "./load";
 
-export { changed, emptyChanges, type InstructionChange, type SyncChanges } from "../instructions/file-sync";
+export { changed, emptyChanges, type InstructionChange, type SyncChanges } from "../instructions/file-sync-plan";
 
 export type SyncResult = { ok: true; changes: SyncChanges } | { ok: false; errors: PricingProblem[] };
 

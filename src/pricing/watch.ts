@@ -84,7 +84,13 @@ export function startWatchers(opts: {
   pricing: Pricing;
   log?: Logger;
 }): Watchers {
-  const content = opts.content.watch({ log: opts.log, onIndexed: () => opts.pricing.reload("content") });
+  const content = opts.content.watch({
+    log: opts.log,
+    // The content watcher does not wait for this reload: its failure (PostgreSQL gone for a moment) is said
+    // here, not left as an unhandled rejection.
+    onIndexed: () =>
+      void opts.pricing.reload("content").catch((e) => logFailure(opts.log, "error", {}, "pricing reload failed", e)),
+  });
   const config = watchPricing({ configDir: opts.settings.configDir, pricing: opts.pricing, log: opts.log });
   return {
     async close() {

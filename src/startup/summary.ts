@@ -10,7 +10,7 @@ import type { ListedFile } from "../catalog/listing";
 import { canonicalNetwork, networkByChainId } from "../chain/networks";
 import { displayUrl } from "../display-url";
 import { grid } from "../grid";
-import type { Settings } from "../settings";
+import { type Settings, selectsPostgres } from "../settings";
 import type { Preflight } from "./preflight";
 
 export interface SummaryInput {
@@ -101,7 +101,12 @@ export function startupSummary(i: SummaryInput): string {
         ["RPC", rpcLine(p)],
         ["pricing", pricingLine(s, p)],
         ["content", `${s.contentDir}/`],
-        ["database", s.db],
+        [
+          "database",
+          selectsPostgres(s.db)
+            ? `PostgreSQL ${displayUrl(s.db)} (this replica's content index: ${s.contentIndexDb})`
+            : s.db,
+        ],
       ],
       "",
     ),

@@ -6,7 +6,9 @@
  * bumped on the request path and handed to prom-client only when scraped
  * (each metric's `collect`): a labelled `inc()` costs ~0.5-1 us, 5-10% of a
  * 402. Revenue and pending settlements are read from the ledger's rollup and
- * its partial index at scrape time, so they are exact and survive restarts.
+ * its partial index at scrape time (prom-client awaits each `collect`: on
+ * PostgreSQL they are queries), so they are exact, survive restarts and, with
+ * several replicas on one database, each replica reports the whole shop's.
  * docs/metrics.md lists every series.
  */
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
@@ -85,9 +87,9 @@ export function createMetrics(deps: { queries: StatsQueries; counters: FunnelCou
     help: "settled revenue in the asset's smallest unit (USDC: 1e6 = $1), by network and asset, from the ledger",
     labelNames: ["network", "asset"],
     registers: [registry],
-    collect() {
+    async collect() {
       this.reset();
-      for (const r of deps.queries.revenue()) this.inc({ network: r.network, asset: r.asset }, Number(r.amount));
+      for (const r of await deps.queries.revenue()) this.inc({ network: r.network, asset: r.asset }, Number(r.amount));
     },
   });
   new Counter({
@@ -95,17 +97,17 @@ export function createMetrics(deps: { queries: StatsQueries; counters: FunnelCou
     help: "settled payments, by network and asset, from the ledger",
     labelNames: ["network", "asset"],
     registers: [registry],
-    collect() {
+    async collect() {
       this.reset();
-      for (const r of deps.queries.revenue()) this.inc({ network: r.network, asset: r.asset }, r.sales);
+      for (const r of await deps.queries.revenue()) this.inc({ network: r.network, asset: r.asset }, r.sales);
     },
   });
   new Gauge({
     name: "cidgate_pending_settlements",
     help: "payments pending: a settlement running, or sent and unconfirmed",
     registers: [registry],
-    collect() {
-      this.set(deps.queries.pending());
+    async collect() {
+      this.set(await deps.queries.pending());
     },
   });
 

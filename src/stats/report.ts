@@ -3,6 +3,7 @@
  * flushed) summed into buckets and rows. No HTTP here: routes.ts validates
  * and calls `stats` and `breakdown`.
  */
+import type { MaybePromise } from "../db/awaitable";
 import { bucketStarts, ceilBucket, defaultFrom, floorBucket, hourKey, hourStart, usd } from "./buckets";
 import type { FunnelRow } from "./counters";
 import {
@@ -38,8 +39,8 @@ export interface ReportDeps {
   queries: StatsQueries;
   /** Counts gathered since the last flush: added, so an answer never lags the counters. */
   unflushed: () => FunnelRow[];
-  /** Instruction id -> name (breakdown by instruction). */
-  instructionName?: (id: string) => string | undefined;
+  /** Instruction id -> name (breakdown by instruction); may be a store read that awaits. */
+  instructionName?: (id: string) => MaybePromise<string | undefined>;
   /** CID -> a file path in the content folder (breakdown by CID). */
   pathsOf?: () => Map<string, string>;
   now?: () => number;
@@ -139,13 +140,14 @@ export function createReport(deps: ReportDeps) {
 
   /** Counts not flushed yet within the range, shaped like flushed rows. */
   function pendingFunnel(
+    unflushed: FunnelRow[],
     fromHour: string,
     toHour: string,
     r: StatsRequest,
     by: "none" | "cid" | "instruction",
   ): FunnelHourRow[] {
     const rows: FunnelHourRow[] = [];
-    for (const u of deps.unflushed()) {
+    for (const u of unflushed) {
       if (u.hour < fromHour || u.hour >= toHour) continue;
       if (r.cid !== undefined && u.cid !== r.cid) continue;
       if (r.instructionId !== undefined && u.instructionId !== r.instructionId) continue;
@@ -155,7 +157,7 @@ export function createReport(deps: ReportDeps) {
     return rows;
   }
 
-  function stats(r: StatsRequest) {
+  async function stats(r: StatsRequest) {
     const range = resolveRange(r, now());
     if ("error" in range) return range;
     const { from, to, starts } = range;
@@ -164,14 +166,19 @@ export function createReport(deps: ReportDeps) {
     const totals = new Acc();
     const indexOf = bucketIndexer(starts);
     const grain = r.bucket === "hour" ? "hour" : "day";
-    for (const s of deps.queries.sales(hours, "none", grain)) {
+    // The counts not flushed taken before the flushed ones are read: a flush under way keeps its rows
+    // in `unflushed` until it has committed (counters.ts), so a read racing it (PostgreSQL) may count
+    // them twice for that moment, never miss them. On SQLite nothing runs in between.
+    const unflushed = deps.unflushed();
+    const [sales, funnel] = await Promise.all([
+      deps.queries.sales(hours, "none", grain),
+      deps.queries.funnel(hours, "none", grain),
+    ]);
+    for (const s of sales) {
       accs[indexOf(s.hour)].addSales(s);
       totals.addSales(s);
     }
-    for (const f of [
-      ...deps.queries.funnel(hours, "none", grain),
-      ...pendingFunnel(hours.fromHour, hours.toHour, r, "none"),
-    ]) {
+    for (const f of [...funnel, ...pendingFunnel(unflushed, hours.fromHour, hours.toHour, r, "none")]) {
       accs[indexOf(f.hour)].addFunnel(f);
       totals.addFunnel(f);
     }
@@ -185,7 +192,7 @@ export function createReport(deps: ReportDeps) {
     };
   }
 
-  function breakdown(r: BreakdownRequest) {
+  async function breakdown(r: BreakdownRequest) {
     const range = resolveRange(r, now());
     if ("error" in range) return range;
     const { from, to, starts } = range;
@@ -200,15 +207,17 @@ export function createReport(deps: ReportDeps) {
     // Per CID, one row per CID over the whole range (thousands of CIDs: no hourly rows held in
     // memory), and the series only for the rows answered, below. Per instruction, hourly rows (few).
     const grain = r.by === "cid" ? "range" : r.bucket === "hour" ? "hour" : "day";
-    for (const s of deps.queries.sales(hours, r.by, grain)) {
+    const unflushed = deps.unflushed(); // before the reads, as in `stats`
+    const [sales, funnel] = await Promise.all([
+      deps.queries.sales(hours, r.by, grain),
+      deps.queries.funnel(hours, r.by, grain),
+    ]);
+    for (const s of sales) {
       const row = rowOf(s.key);
       row.acc.addSales(s);
       if (grain !== "range") row.series[indexOf(s.hour)] += s.sales;
     }
-    for (const f of [
-      ...deps.queries.funnel(hours, r.by, grain),
-      ...pendingFunnel(hours.fromHour, hours.toHour, r, r.by),
-    ])
+    for (const f of [...funnel, ...pendingFunnel(unflushed, hours.fromHour, hours.toHour, r, r.by)])
       rowOf(f.key).acc.addFunnel(f);
 
     const scored = [...rows.entries()].map(([key, row]) => ({ key, row, figures: row.acc.figures() }));
@@ -230,7 +239,7 @@ export function createReport(deps: ReportDeps) {
     const limit = r.limit ?? BREAKDOWN_LIMIT.fallback;
     const shown = scored.slice(0, limit);
     if (grain === "range" && shown.length > 0) {
-      for (const s of deps.queries.sales(
+      for (const s of await deps.queries.sales(
         hours,
         "cid",
         r.bucket === "hour" ? "hour" : "day",
@@ -239,10 +248,12 @@ export function createReport(deps: ReportDeps) {
         rows.get(s.key)!.series[indexOf(s.hour)] += s.sales;
     }
     const paths = r.by === "cid" ? deps.pathsOf?.() : undefined;
-    const answered: BreakdownRow[] = shown.map(({ key, row, figures }) => {
+    // Few rows by instruction (one per instruction sold under): their names asked together.
+    const names = r.by === "instruction" ? await Promise.all(shown.map(({ key }) => deps.instructionName?.(key))) : [];
+    const answered: BreakdownRow[] = shown.map(({ key, row, figures }, i) => {
       const out: BreakdownRow = { key, series: row.series, ...figures };
       if (r.by === "instruction") {
-        const name = deps.instructionName?.(key);
+        const name = names[i];
         if (name !== undefined) out.name = name;
       } else {
         const path = paths?.get(key);

@@ -53,7 +53,7 @@ export function statsModule(deps: StatsDeps) {
   const { stats } = deps;
   return new Elysia({ name: "stats" })
     .use(auth(deps))
-    .get(STATS_PREFIX, ({ query }) => ({ data: answer(stats.report.stats(requestOf(query))) }), {
+    .get(STATS_PREFIX, async ({ query }) => ({ data: answer(await stats.report.stats(requestOf(query))) }), {
       scope: "read",
       query: StatsQuery,
       response: StatsResponse,
@@ -64,9 +64,9 @@ export function statsModule(deps: StatsDeps) {
     })
     .get(
       `${STATS_PREFIX}/breakdown`,
-      ({ query }) => ({
+      async ({ query }) => ({
         data: answer(
-          stats.report.breakdown({
+          await stats.report.breakdown({
             ...requestOf(query),
             by: query.by ?? "cid",
             sort: query.sort ?? "revenue",

@@ -2,20 +2,31 @@
  * The statistics of one app, put together: the offer and proof counters
  * (flushed every few seconds, and at stop), the reads, the report behind
  * GET /v3/x402/stats and the Prometheus metrics. Made once by the
- * composition root (app.ts); the server starts its flushing and stops it.
+ * composition root (app.ts) over the app's database, SQLite or PostgreSQL;
+ * the server starts its flushing and stops it.
  */
+import type { MaybePromise } from "../db/awaitable";
 import type { Db } from "../db/client";
-import { createFunnelCounters } from "./counters";
+import type { Pg } from "../db/pg";
+import { createFunnelCounters, type FunnelCounters } from "./counters";
+import { createPgFunnelCounters } from "./counters-pg";
 import { createMetrics } from "./metrics";
-import { createStatsQueries } from "./queries";
+import { createPgStatsQueries, createStatsQueries, type StatsQueries } from "./queries";
 import { createReport, type ReportDeps } from "./report";
 
+/** The app's database: SQLite (`openDb`) or PostgreSQL (`openPg`). */
+export type StatsDatabase = Db | Pg;
+
+export const isPg = (database: StatsDatabase): database is Pg => "kind" in database && database.kind === "pg";
+
 export function createStats(
-  db: Db,
+  database: StatsDatabase,
   options: { flushIntervalMs?: number } & Pick<ReportDeps, "instructionName" | "pathsOf"> = {},
 ) {
-  const counters = createFunnelCounters(db.sqlite, options);
-  const queries = createStatsQueries(db.sqlite);
+  const counters: FunnelCounters = isPg(database)
+    ? createPgFunnelCounters(database, options)
+    : createFunnelCounters(database.sqlite, options);
+  const queries: StatsQueries = isPg(database) ? createPgStatsQueries(database) : createStatsQueries(database.sqlite);
   const metrics = createMetrics({ queries, counters });
   const report = createReport({
     queries,
@@ -30,8 +41,8 @@ export function createStats(
     report,
     /** Starts the periodic flush of the counters. */
     start: () => counters.start(),
-    /** Writes every count left (a clean stop loses none). */
-    stop: () => counters.stop(),
+    /** Writes every count left (a clean stop loses none): at once on SQLite, a promise on PostgreSQL. */
+    stop: (): MaybePromise<void> => counters.stop(),
   };
 }
 

@@ -11,6 +11,7 @@
  */
 import type { Awaitable } from "../db/awaitable";
 import type { Db } from "../db/client";
+import { type TokenRow as Row, scopesText, toRecord } from "./record";
 
 export interface TokenRecord {
   id: string;
@@ -39,24 +40,6 @@ export interface SqliteTokenStore {
   isRevoked(id: string): boolean;
 }
 
-interface Row {
-  id: string;
-  scopes: string;
-  label: string | null;
-  created_at: string;
-  expires_at: string;
-  revoked_at: string | null;
-}
-
-const toRecord = (r: Row): TokenRecord => ({
-  id: r.id,
-  scopes: r.scopes.split(" ").filter(Boolean),
-  label: r.label,
-  createdAt: r.created_at,
-  expiresAt: r.expires_at,
-  revokedAt: r.revoked_at,
-});
-
 export function createTokenStore(db: Db): SqliteTokenStore {
   const sqlite = db.sqlite;
   const insert = sqlite.query<never, [string, string, string | null, string, string, string | null]>(
@@ -73,7 +56,7 @@ export function createTokenStore(db: Db): SqliteTokenStore {
   );
   return {
     record(t) {
-      insert.run(t.id, t.scopes.join(" "), t.label, t.createdAt, t.expiresAt, null);
+      insert.run(t.id, scopesText(t.scopes), t.label, t.createdAt, t.expiresAt, null);
     },
     list(limit = 1000) {
       return list.all(limit).map(toRecord);
@@ -85,7 +68,14 @@ export function createTokenStore(db: Db): SqliteTokenStore {
     revoke(id, at, unrecorded) {
       return sqlite.transaction(() => {
         if (unrecorded && unrecorded.id === id) {
-          insert.run(id, unrecorded.scopes.join(" "), unrecorded.label, unrecorded.createdAt, unrecorded.expiresAt, at);
+          insert.run(
+            id,
+            scopesText(unrecorded.scopes),
+            unrecorded.label,
+            unrecorded.createdAt,
+            unrecorded.expiresAt,
+            at,
+          );
         }
         revoke.run(at, id);
         const row = get.get(id);

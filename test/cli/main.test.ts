@@ -24,6 +24,7 @@ const COMMANDS = [
   "doctor",
   "backup",
   "restore",
+  "db copy",
 ];
 /** Groups are listed by their first word (`content`, `payments`, `token`). */
 const LISTED = [
@@ -39,6 +40,7 @@ const LISTED = [
   "doctor",
   "backup",
   "restore",
+  "db",
 ];
 
 function cidgate(args: string[], env: Record<string, string> = {}) {

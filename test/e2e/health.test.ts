@@ -11,6 +11,7 @@ import { createFacilitator } from "../../src/facilitator/create";
 import { healthModule } from "../../src/http/health";
 import type { Pricing } from "../../src/pricing/service";
 import { loadSettings } from "../../src/settings";
+import { createStores } from "../../src/stores";
 import { createTestStack } from "./stack";
 
 test("ready with the chain up; not ready (503, facilitator named) once the chain is stopped; /healthz stays 200", async () => {
@@ -62,7 +63,13 @@ test("a remote facilitator that does not answer, and pricing not loaded yet, eac
   const db = openDb(":memory:");
   const notLoaded = { status: () => ({}) } as unknown as Pricing;
   const app = new Elysia().use(
-    healthModule({ db, facilitator: createFacilitator(settings), pricing: notLoaded, timeoutMs: 2000, cacheMs: 0 }),
+    healthModule({
+      database: createStores(db, settings),
+      facilitator: createFacilitator(settings),
+      pricing: notLoaded,
+      timeoutMs: 2000,
+      cacheMs: 0,
+    }),
   );
   const res = await app.handle(new Request("http://localhost/readyz"));
   expect(res.status).toBe(503);

@@ -74,9 +74,9 @@ describe("TRUST_PROXY off (the default)", () => {
   test("rows refused at verify are pruned once their retention passes, not before", async () => {
     // A funded buyer, from the same loopback client, is over the client limit too (same address).
     expect((await pay(stack, stack.devnet.buyers[0].privateKey)).status).toBe(429);
-    expect(pruneRefusedRows({ payments: stack.stores.payments })).toBe(0); // too recent
+    expect(await pruneRefusedRows({ payments: stack.stores.payments })).toBe(0); // too recent
     const later = Date.now() + REFUSED_ROW_RETENTION_MS + 1000;
-    expect(pruneRefusedRows({ payments: stack.stores.payments, now: () => later })).toBe(LIMIT);
+    expect(await pruneRefusedRows({ payments: stack.stores.payments, now: () => later })).toBe(LIMIT);
     expect(rows(stack, "failed")).toBe(0);
   });
 });

@@ -15,7 +15,7 @@ import { type Db, openDb } from "../../src/db/client";
 import type { Facilitator } from "../../src/facilitator/types";
 import { createLogger } from "../../src/http/logging";
 import { loadSettings, type Settings } from "../../src/settings";
-import { createStores, type Stores } from "../../src/stores";
+import { createStores, type SqliteStores } from "../../src/stores";
 import { randomNonce, signAuthorization } from "../support/authorization";
 
 export const JWT_SECRET = "test-secret-test-secret-test-secret-0123";
@@ -25,8 +25,11 @@ export interface Fixture {
   dir: string;
   settings: Settings;
   db: Db;
-  /** Shared with every app made by makeApp, so its catalog sees the writes made here. */
-  stores: Stores;
+  /**
+   * Shared with every app made by makeApp, so its catalog sees the writes made here.
+   * SQLite's, so synchronous: `price` and the tests read them without awaiting.
+   */
+  stores: SqliteStores;
   cleanup(): void;
 }
 

@@ -1,14 +1,15 @@
 /**
  * A whole app over an in-memory database, driven through `app.handle` behind the request-log wrapper, with
- * tokens signed by its secret. Shared by the management API tests.
+ * tokens signed by its secret. Shared by the management API tests. `engine` "postgres": the instructions on
+ * a fresh PostgreSQL database (see engines.ts), closed after the test.
  */
 import { createApp } from "../../src/app";
-import { openDb } from "../../src/db/client";
 import type { Facilitator } from "../../src/facilitator/types";
 import { createToken, type Scope } from "../../src/http/auth";
 import { createLogger, withRequestLog } from "../../src/http/logging";
-import { loadSettings } from "../../src/settings";
-import { createStores } from "../../src/stores";
+import { loadSettings, type Settings } from "../../src/settings";
+import type { SqliteStores, Stores } from "../../src/stores";
+import { type Engine, type EngineStores, engineStores } from "./engines";
 
 export const SECRET = "test-secret-that-is-long-enough-0123456789";
 export const BASE_SEPOLIA_USDC = "0x036CbD53842c5426634e7929541eC2318f3dCF7e";
@@ -35,14 +36,22 @@ export function requirement(overrides: Record<string, unknown> = {}) {
   };
 }
 
-export async function makeHarness(env: Record<string, string> = {}) {
+export function makeHarness(env?: Record<string, string>, engine?: "sqlite"): Promise<Harness<SqliteStores>>;
+export function makeHarness(env: Record<string, string>, engine: Engine): Promise<Harness<Stores>>;
+export async function makeHarness(env: Record<string, string> = {}, engine: Engine = "sqlite") {
   const settings = loadSettings({
     CIDGATE_DB: ":memory:",
     CIDGATE_CONFIG_DIR: "/nonexistent",
     CIDGATE_CONTENT_DIR: "/nonexistent",
     ...env,
   });
-  const db = openDb(":memory:");
+  return harness(await engineStores(engine, settings), settings);
+}
+
+export type Harness<S extends Stores> = Awaited<ReturnType<typeof harness<S>>>;
+
+async function harness<S extends Stores>(engineDb: EngineStores<S>, settings: Settings) {
+  const { stores, local: db } = engineDb;
   const logLines: Record<string, unknown>[] = [];
   // Capture the request lines as written (the real serialization) instead of printing them.
   const log = createLogger("info", {
@@ -54,7 +63,6 @@ export async function makeHarness(env: Record<string, string> = {}) {
       }
     },
   });
-  const stores = createStores(db, settings);
   const app = createApp({ settings, db, stores, log, jwtSecret: SECRET, facilitator: unusedFacilitator });
   // As src/index.ts serves it: through the request-log wrapper.
   const serve = withRequestLog((request) => app.handle(request), log);
@@ -98,13 +106,23 @@ export async function makeHarness(env: Record<string, string> = {}) {
     return res.json.data as { id: string; version: number; name: string; created_at: string; [k: string]: unknown };
   }
 
-  /** Every row of the management tables: compared before and after a rejected request. */
-  function snapshot() {
-    return JSON.stringify({
-      instructions: db.sqlite.query("select * from payment_instructions order by id").all(),
-      cids: db.sqlite.query("select * from cid_mappings order by cid").all(),
-    });
+  /**
+   * Every row of the management tables: compared before and after a rejected request. A string at once
+   * on SQLite (as tests of other folders read it), a promise of it on PostgreSQL.
+   */
+  function snapshot(): string | Promise<string> {
+    if (engineDb.engine === "sqlite") {
+      return JSON.stringify({
+        instructions: db.sqlite.query("select * from payment_instructions order by id").all(),
+        cids: db.sqlite.query("select * from cid_mappings order by cid").all(),
+      });
+    }
+    const pg = engineDb.pg!;
+    return Promise.all([
+      pg.sql`select * from payment_instructions order by id`,
+      pg.sql`select * from cid_mappings order by cid`,
+    ]).then(([instructions, cids]) => JSON.stringify({ instructions: [...instructions], cids: [...cids] }));
   }
 
-  return { app, db, stores, settings, tokens, token, call, create, snapshot, logLines };
+  return { app, db, engine: engineDb, stores, settings, tokens, token, call, create, snapshot, logLines };
 }

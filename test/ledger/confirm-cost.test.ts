@@ -85,7 +85,7 @@ test("the built-in facilitator's success is not confirmed again", async () => {
     },
   });
   const p = await proofFor(chain, 2);
-  const item = gw.stores.instructions.forCid(gw.cids["f.txt"])!;
+  const item = (await gw.stores.instructions.forCid(gw.cids["f.txt"]))!;
   const decoded = JSON.parse(Buffer.from(p.header, "base64").toString("utf8"));
   const outcome = await settler.pay({
     claim: {
@@ -126,7 +126,7 @@ test("the built-in facilitator's success is not confirmed again", async () => {
 
 test("an RPC per network: RPC_URL_BASE_SEPOLIA alone reads base-sepolia rows; a base row has no RPC", async () => {
   // A payment the first test settled.
-  const row = gw.stores.payments.list({ state: "settled" }, { limit: 1 }).items[0];
+  const row = (await gw.stores.payments.list({ state: "settled" }, { limit: 1 })).items[0];
   const perNetwork = chainReaders({
     rpcUrl: undefined,
     rpcUrlBaseSepolia: chain.devnet.rpcUrl,

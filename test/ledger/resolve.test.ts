@@ -106,7 +106,7 @@ describe("POST /v3/x402/payments/{id}/resolve without an RPC", () => {
     );
     expect((await resolve(id, { action: "settle", transaction: tx }, readToken)).status).toBe(403);
     expect((await resolve(id, { action: "settle", transaction: "0x12" })).status).toBe(400);
-    expect(gw.stores.payments.get(id)!.state).toBe("pending"); // bad requests changed nothing
+    expect((await gw.stores.payments.get(id))!.state).toBe("pending"); // bad requests changed nothing
 
     const res = await resolve(id, { action: "settle", transaction: tx, note: "seen on the explorer" });
     expect(res.status).toBe(200);
@@ -161,7 +161,7 @@ describe("with an RPC the chain decides", () => {
     const { id } = await leavePending(3, "blackhole");
     const res = await resolve(id, { action: "release" }, writeToken, withRpc().app);
     expect(res.status).toBe(409);
-    expect(gw.stores.payments.get(id)!.state).toBe("pending");
+    expect((await gw.stores.payments.get(id))!.state).toBe("pending");
     expect(audit(id)).toEqual([]);
   }, 30_000);
 
@@ -170,11 +170,14 @@ describe("with an RPC the chain decides", () => {
     const { reconciler } = withRpc(1);
     reconciler.start();
     try {
-      await eventually(() => gw.stores.payments.get(id)!.state === "settled", "the row settled in the background");
+      await eventually(
+        async () => (await gw.stores.payments.get(id))!.state === "settled",
+        "the row settled in the background",
+      );
     } finally {
       await reconciler.stop();
     }
-    expect(gw.stores.payments.get(id)!.txHash).toBe(tx as string);
+    expect((await gw.stores.payments.get(id))!.txHash).toBe(tx as string);
   }, 30_000);
 });
 

@@ -89,7 +89,7 @@ describe("ledger events", () => {
     });
     expect(s.stores.payments.list({}, { limit: 10 }).items[0].state).toBe("pending");
 
-    const overview = createOverview({ ...s.stores, settings: s.settings }).read();
+    const overview = await createOverview({ ...s.stores, settings: s.settings }).read();
     expect(overview.attention.money_moved_without_sale).toHaveLength(1);
     expect(overview.attention.money_moved_without_sale[0]).toMatchObject({ status: "money_moved", usd: "0.01" });
     expect(overview.attention.pending).toHaveLength(0);

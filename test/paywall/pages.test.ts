@@ -39,7 +39,7 @@ beforeAll(async () => {
 afterAll(() => f.cleanup());
 
 /** The app with real pricing over `yaml` (config/site.yaml), reloaded once. */
-function appWithSite(yaml: string | undefined) {
+async function appWithSite(yaml: string | undefined) {
   mkdirSync(f.settings.configDir, { recursive: true });
   const path = join(f.settings.configDir, "site.yaml");
   if (yaml !== undefined) writeFileSync(path, yaml);
@@ -49,7 +49,7 @@ function appWithSite(yaml: string | undefined) {
     content: f.stores.content,
     settings: f.settings,
   });
-  const report = pricing.reload("start");
+  const report = await pricing.reload("start");
   const app = createApp({
     settings: f.settings,
     db: f.db,
@@ -74,7 +74,7 @@ describe("who gets which 402", () => {
   });
 
   test("a browser navigating gets the HTML page with the same PAYMENT-REQUIRED and CORS as the JSON 402", async () => {
-    const { app } = appWithSite(undefined);
+    const { app } = await appWithSite(undefined);
     const path = `/x402/cid/${cids["report.pdf"]}`;
     const json = await get(app, path);
     const html = await get(app, path, { Accept: CHROME_ACCEPT, "User-Agent": "Mozilla/5.0" });
@@ -103,7 +103,7 @@ describe("who gets which 402", () => {
   });
 
   test("the JSON 402 is exactly today's: the v1 body, no page headers", async () => {
-    const { app } = appWithSite(undefined);
+    const { app } = await appWithSite(undefined);
     const path = `/x402/cid/${cids["report.pdf"]}`;
     for (const accept of [undefined, "*/*", "application/json"]) {
       const r = await get(app, path, accept ? { Accept: accept } : {});
@@ -116,7 +116,7 @@ describe("who gets which 402", () => {
   });
 
   test("HEAD as a browser: 402, the page's headers, no body", async () => {
-    const { app } = appWithSite(undefined);
+    const { app } = await appWithSite(undefined);
     const r = await get(app, `/x402/cid/${cids["report.pdf"]}`, { Accept: CHROME_ACCEPT }, "HEAD");
     expect(r.status).toBe(402);
     expect(r.headers.get("content-type")).toBe("text/html; charset=utf-8");
@@ -124,7 +124,7 @@ describe("who gets which 402", () => {
   });
 
   test("the page script is served from cidgate, gzipped, cacheable by version", async () => {
-    const { app } = appWithSite(undefined);
+    const { app } = await appWithSite(undefined);
     const page = await (await get(app, `/x402/cid/${cids["report.pdf"]}`, { Accept: CHROME_ACCEPT })).text();
     const src = /<script src="([^"]+)" defer>/.exec(page)?.[1];
     expect(src).toMatch(/^\/paywall\/app\.js\?v=[0-9a-f]{16}$/);
@@ -139,7 +139,7 @@ describe("who gets which 402", () => {
   });
 
   test("the pay path stays within its budget: HTML + CSS + JS at most 60 KB gzipped", async () => {
-    const { app } = appWithSite(undefined);
+    const { app } = await appWithSite(undefined);
     const page = await (await get(app, `/x402/cid/${cids["report.pdf"]}`, { Accept: CHROME_ACCEPT })).text();
     const src = /<script src="([^"]+)" defer>/.exec(page)?.[1] as string;
     const script = await (await get(app, src, { "Accept-Encoding": "gzip" })).arrayBuffer();
@@ -152,7 +152,7 @@ test("access: once (no later access): the page does not offer to pay, and says w
   const instruction = price(f, once["ticket.txt"] as string, [{ payTo: seller, amount: "10000" }], "Ticket");
   f.stores.instructions.update(instruction.id, { access: "once" });
   const page = await (
-    await get(appWithSite(undefined).app, `/x402/cid/${once["ticket.txt"]}`, { Accept: CHROME_ACCEPT })
+    await get((await appWithSite(undefined)).app, `/x402/cid/${once["ticket.txt"]}`, { Accept: CHROME_ACCEPT })
   ).text();
   expect(page).toContain("Sold to programs only");
   expect(page).toContain('<div class="actions" hidden>');
@@ -185,14 +185,14 @@ describe("the served file keeps its name", () => {
       exp: Math.floor(Date.now() / 1000) + 600,
     });
     const headers = { Accept: CHROME_ACCEPT, Cookie: `cidgate_access=${token}` };
-    const saved = await get(appWithSite(undefined).app, `/x402/cid/${cid}`, headers);
+    const saved = await get((await appWithSite(undefined)).app, `/x402/cid/${cid}`, headers);
     expect(saved.status).toBe(200);
     expect(saved.headers.get("content-type")).toBe("application/pdf");
     expect(saved.headers.get("content-disposition")).toBe(
       `attachment; filename="report.pdf"; filename*=UTF-8''report.pdf`,
     );
     expect(await saved.text()).toBe("%PDF-1.4 fake but indexed");
-    const shown = await get(appWithSite("site:\n  disposition: inline\n").app, `/x402/cid/${cid}`, headers);
+    const shown = await get((await appWithSite("site:\n  disposition: inline\n")).app, `/x402/cid/${cid}`, headers);
     expect(shown.headers.get("content-disposition")).toStartWith("inline; filename=");
   });
 });
@@ -201,7 +201,7 @@ describe("site settings in a pricing file", () => {
   test("site name and logo on the page; the logo served from content/", async () => {
     mkdirSync(join(f.settings.contentDir, "brand"), { recursive: true });
     writeFileSync(join(f.settings.contentDir, "brand/logo.svg"), "<svg xmlns='http://www.w3.org/2000/svg'/>");
-    const { app, report } = appWithSite("site:\n  name: Ada's shop\n  logo: brand/logo.svg\n");
+    const { app, report } = await appWithSite("site:\n  name: Ada's shop\n  logo: brand/logo.svg\n");
     expect(report.errors).toEqual([]);
     const page = await (await get(app, `/x402/cid/${cids["report.pdf"]}`, { Accept: CHROME_ACCEPT })).text();
     expect(page).toContain("Ada&#39;s shop");
@@ -212,28 +212,28 @@ describe("site settings in a pricing file", () => {
   });
 
   test("a logo that is a file for sale is not given away", async () => {
-    const { app } = appWithSite("site:\n  logo: report.pdf\n");
+    const { app } = await appWithSite("site:\n  logo: report.pdf\n");
     const r = await get(app, "/paywall/logo");
     expect(r.status).toBe(404);
     expect(await r.text()).not.toContain("%PDF");
   });
 
-  test("wrong settings are rejected with file, line and rule; a logo outside content/ included", () => {
-    const { report } = appWithSite("site:\n  name: x\n  logo: ../secret.key\n  colour: red\n");
+  test("wrong settings are rejected with file, line and rule; a logo outside content/ included", async () => {
+    const { report } = await appWithSite("site:\n  name: x\n  logo: ../secret.key\n  colour: red\n");
     expect(report.result).toBe("rejected");
     const rules = report.errors.map((e) => `${e.line}:${e.rule}`);
     expect(rules).toContain("4:unknown-field");
-    const again = appWithSite("site:\n  logo: ../secret.key\n").report;
+    const again = (await appWithSite("site:\n  logo: ../secret.key\n")).report;
     expect(again.errors.map((e) => [e.line, e.rule, e.message])).toEqual([
       [2, "format", "site.logo: must not contain '..'"],
     ]);
   });
 
-  test("two files giving site: is an error naming both", () => {
+  test("two files giving site: is an error naming both", async () => {
     mkdirSync(f.settings.configDir, { recursive: true });
     writeFileSync(join(f.settings.configDir, "another.yaml"), "site:\n  name: other\n");
     try {
-      const { report } = appWithSite("site:\n  name: mine\n");
+      const { report } = await appWithSite("site:\n  name: mine\n");
       expect(report.errors.map((e) => e.rule)).toEqual(["duplicate-section"]);
       expect(report.errors[0]?.message).toContain("another.yaml:1:1");
     } finally {
@@ -244,13 +244,13 @@ describe("site settings in a pricing file", () => {
 
 describe("/, /favicon.ico, /robots.txt", () => {
   test("no storefront unless asked: / is a 404 in the error shape", async () => {
-    const r = await get(appWithSite(undefined).app, "/", { Accept: CHROME_ACCEPT });
+    const r = await get((await appWithSite(undefined)).app, "/", { Accept: CHROME_ACCEPT });
     expect(r.status).toBe(404);
     expect(((await r.json()) as { error: { code: string } }).error.code).toBe("not_found");
   });
 
   test("storefront.list: every priced file, linking to its page, names escaped", async () => {
-    const r = await get(appWithSite("storefront:\n  list: true\n").app, "/", { Accept: CHROME_ACCEPT });
+    const r = await get((await appWithSite("storefront:\n  list: true\n")).app, "/", { Accept: CHROME_ACCEPT });
     expect(r.status).toBe(200);
     expect(r.headers.get("content-type")).toBe("text/html; charset=utf-8");
     const html = await r.text();
@@ -260,7 +260,7 @@ describe("/, /favicon.ico, /robots.txt", () => {
   });
 
   test("favicon and robots answer, and robots keeps crawlers off paid paths", async () => {
-    const { app } = appWithSite(undefined);
+    const { app } = await appWithSite(undefined);
     const icon = await get(app, "/favicon.ico");
     expect(icon.status).toBe(200);
     expect(icon.headers.get("content-type")).toBe("image/svg+xml");

@@ -4,10 +4,10 @@
  * and bumps the version when it changes.
  */
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { type Db, openDb } from "../../src/db/client";
 import { formatProblem, loadPricing } from "../../src/pricing/load";
 import { createPricing } from "../../src/pricing/service";
-import { createStores, type Stores } from "../../src/stores";
+import type { Stores } from "../../src/stores";
+import { closeEngineStores, engineStores, enginesHere } from "../instructions/engines";
 import { CID_A, instruction, pricingFile, tempDirs } from "./helpers";
 
 let dirs: ReturnType<typeof tempDirs>;
@@ -15,6 +15,9 @@ beforeEach(() => {
   dirs = tempDirs();
 });
 afterEach(() => dirs.cleanup());
+afterEach(closeEngineStores);
+
+const engines = await enginesHere("pricing access reconcile");
 
 const load = () => loadPricing({ configDir: dirs.configDir, settings: dirs.settings, env: {}, content: [] });
 
@@ -53,31 +56,32 @@ describe("access in pricing files", () => {
   });
 });
 
-describe("reconciling access", () => {
-  let db: Db;
+describe.each(engines)("%s: reconciling access", (engine) => {
   let stores: Stores;
-  beforeEach(() => {
-    db = openDb(":memory:");
-    stores = createStores(db, dirs.settings);
+  beforeEach(async () => {
+    stores = (await engineStores(engine, dirs.settings)).stores;
   });
-  afterEach(() => db.sqlite.close());
 
-  test("stored on create; a changed policy bumps the version, an unchanged reload writes nothing", () => {
+  test("stored on create; a changed policy bumps the version, an unchanged reload writes nothing", async () => {
     const pricing = createPricing({ ...stores, settings: dirs.settings, env: {} });
     dirs.write("a.yaml", pricingFile(selling("one", "    access: 30d")));
-    expect(pricing.reload("start").result).toBe("applied");
-    expect(stores.instructions.forCid(CID_A)).toMatchObject({ version: 1, access: "30d", access_scope: "cid" });
+    expect((await pricing.reload("start")).result).toBe("applied");
+    expect(await stores.instructions.forCid(CID_A)).toMatchObject({ version: 1, access: "30d", access_scope: "cid" });
 
-    expect(pricing.reload("manual").changes.updated).toEqual([]);
+    expect((await pricing.reload("manual")).changes.updated).toEqual([]);
 
     dirs.write("a.yaml", pricingFile(selling("one", "    access: 30d", "    access_scope: instruction")));
-    const scoped = pricing.reload("manual");
+    const scoped = await pricing.reload("manual");
     expect(scoped.changes.updated.map((c) => c.version)).toEqual([2]);
-    expect(stores.instructions.forCid(CID_A)).toMatchObject({ version: 2, access_scope: "instruction" });
+    expect(await stores.instructions.forCid(CID_A)).toMatchObject({ version: 2, access_scope: "instruction" });
 
     // Dropping the lines is going back to the defaults: a change too.
     dirs.write("a.yaml", pricingFile(selling("one")));
-    pricing.reload("manual");
-    expect(stores.instructions.forCid(CID_A)).toMatchObject({ version: 3, access: "forever", access_scope: "cid" });
+    await pricing.reload("manual");
+    expect(await stores.instructions.forCid(CID_A)).toMatchObject({
+      version: 3,
+      access: "forever",
+      access_scope: "cid",
+    });
   });
 });

@@ -53,7 +53,7 @@ beforeAll(async () => {
   const stores = createStores(db, dirs.settings);
   await stores.content.index();
   const pricing = createPricing({ ...stores, settings: dirs.settings, env: {} });
-  expect(pricing.reload("start").result).toBe("applied");
+  expect((await pricing.reload("start")).result).toBe("applied");
   watcher = watchPricing({ configDir: dirs.configDir, pricing, debounceMs: 10 });
   const made = await makeApp({ settings: dirs.settings, db, stores, pricing });
   read = made.read;

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { type Db, openDb } from "../../src/db/client";
 import { createLogger } from "../../src/http/logging";
 import { createPricing } from "../../src/pricing/service";
-import { createStores, type Stores } from "../../src/stores";
+import { createStores, type SqliteStores } from "../../src/stores";
 import { CID_A, instruction, PAY_TO, pricingFile, tempDirs } from "./helpers";
 
 const file = () => join(dirs.configDir, "a.yaml");
@@ -20,7 +20,7 @@ const ERROR = 50;
 
 let dirs: ReturnType<typeof tempDirs>;
 let db: Db;
-let stores: Stores;
+let stores: SqliteStores;
 let lines: { level: number; msg: string; [k: string]: unknown }[];
 
 beforeEach(() => {
@@ -43,27 +43,27 @@ function pricingWithLog(env: Record<string, string> = {}) {
   return createPricing({ ...stores, settings: dirs.settings, env, log });
 }
 /** The lines logged by `run`, as [level, message]. */
-function said(run: () => unknown) {
+async function said(run: () => unknown) {
   const from = lines.length;
-  run();
+  await run();
   return lines.slice(from).map((l) => [l.level, l.msg] as const);
 }
 
 describe("pricing reload log lines", () => {
-  test("applied -> info, unchanged -> nothing, rejected -> one error naming file and line; the last good state serves", () => {
+  test("applied -> info, unchanged -> nothing, rejected -> one error naming file and line; the last good state serves", async () => {
     dirs.write("a.yaml", pricingFile(instruction("one", { cids: [CID_A] })));
     const pricing = pricingWithLog();
-    expect(said(() => pricing.reload("start"))).toEqual([[INFO, "pricing reloaded"]]);
+    expect(await said(() => pricing.reload("start"))).toEqual([[INFO, "pricing reloaded"]]);
     expect(lines.at(-1)).toMatchObject({ trigger: "start", result: "applied", created: 1, instructions: 1, cids: 1 });
 
-    expect(said(() => pricing.reload("config"))).toEqual([]); // nothing changed: nothing said
+    expect(await said(() => pricing.reload("config"))).toEqual([]); // nothing changed: nothing said
 
     dirs.write("a.yaml", pricingFile(instruction("one", { cids: [CID_A], price: "$0.02" })));
-    expect(said(() => pricing.reload("config"))).toEqual([[INFO, "pricing reloaded"]]);
+    expect(await said(() => pricing.reload("config"))).toEqual([[INFO, "pricing reloaded"]]);
     expect(lines.at(-1)).toMatchObject({ trigger: "config", result: "applied", updated: 1 });
 
     dirs.write("a.yaml", "instructions:\n  one: [broken\n");
-    expect(said(() => pricing.reload("config"))).toEqual([
+    expect(await said(() => pricing.reload("config"))).toEqual([
       [ERROR, "pricing reload rejected; the last good state keeps serving"],
     ]);
     const rejected = lines.at(-1)!;
@@ -72,20 +72,20 @@ describe("pricing reload log lines", () => {
     expect(stores.instructions.forCid(CID_A)?.requirements[0].amount).toBe("20000");
   });
 
-  test("a warning that persists across reloads is said once; a new one is said", () => {
+  test("a warning that persists across reloads is said once; a new one is said", async () => {
     dirs.write(
       "a.yaml",
       pricingFile(instruction("one", { cids: [CID_A] }), instruction("docs", { files: ["nothing/*.md"] })),
     );
     const pricing = pricingWithLog();
-    const first = said(() => pricing.reload("start"));
+    const first = await said(() => pricing.reload("start"));
     const warnings = first.filter(([level]) => level === WARN);
     expect(warnings).toHaveLength(1);
     expect(warnings[0][1]).toStartWith(`${file()}:`);
     expect(warnings[0][1]).toContain('"nothing/*.md" matches no file');
 
     // the same file again, and a real change: the warning still holds, and is not repeated
-    expect(said(() => pricing.reload("content"))).toEqual([]);
+    expect(await said(() => pricing.reload("content"))).toEqual([]);
     dirs.write(
       "a.yaml",
       pricingFile(
@@ -93,7 +93,7 @@ describe("pricing reload log lines", () => {
         instruction("docs", { files: ["nothing/*.md"] }),
       ),
     );
-    expect(said(() => pricing.reload("config"))).toEqual([[INFO, "pricing reloaded"]]);
+    expect(await said(() => pricing.reload("config"))).toEqual([[INFO, "pricing reloaded"]]);
 
     // a second glob matching nothing: only the new warning is said
     dirs.write(
@@ -104,22 +104,22 @@ describe("pricing reload log lines", () => {
         instruction("more", { files: ["none/*.txt"] }),
       ),
     );
-    const next = said(() => pricing.reload("config")).filter(([level]) => level === WARN);
+    const next = (await said(() => pricing.reload("config"))).filter(([level]) => level === WARN);
     expect(next).toHaveLength(1);
     expect(next[0][1]).toContain("none/*.txt");
   });
 });
 
 describe("${VAR} names", () => {
-  test("`${1X}` is not a variable reference: the reload is rejected at its line, even with 1X in the environment", () => {
+  test("`${1X}` is not a variable reference: the reload is rejected at its line, even with 1X in the environment", async () => {
     dirs.write("a.yaml", pricingFile(instruction("one", { cids: [CID_A] })));
     const pricing = pricingWithLog({ "1X": PAY_TO });
-    expect(pricing.reload("start").result).toBe("applied");
+    expect((await pricing.reload("start")).result).toBe("applied");
     dirs.write(
       "a.yaml",
       pricingFile(instruction("one", { cids: [CID_A] })).replace(`pay_to: "${PAY_TO}"`, 'pay_to: "${1X}"'),
     );
-    const report = pricing.reload("config");
+    const report = await pricing.reload("config");
     expect(report.result).toBe("rejected");
     expect(report.errors).toEqual([
       expect.objectContaining({ file: file(), line: 3, message: '"${1X}" is not a valid variable reference' }),

@@ -42,7 +42,7 @@ afterAll(async () => {
   dirs.cleanup();
 });
 
-const idOf = () => server.stores.instructions.forCid(cid)?.id;
+const idOf = async () => (await server.stores.instructions.forCid(cid))?.id;
 
 /** GETs the CID until stopped; counts the answers by status. */
 function hammer() {
@@ -65,24 +65,24 @@ function hammer() {
 }
 
 test("truncate, wait 600 ms, write: same instruction id, the new price, and 402 throughout (never 404)", async () => {
-  const id = idOf();
+  const id = await idOf();
   expect(id).toBeDefined();
   const h = hammer();
   const file = join(dirs.configDir, "a.yaml");
   writeFileSync(file, "");
   await Bun.sleep(600);
   writeFileSync(file, pricingFile(instruction("docs", { files: ["*.md"], price: "$0.02" })));
-  await eventually(() => server.stores.instructions.forCid(cid)?.requirements[0].amount === "20000");
+  await eventually(async () => (await server.stores.instructions.forCid(cid))?.requirements[0].amount === "20000");
   const statuses = await h.stop();
-  expect(idOf()).toBe(id);
+  expect(await idOf()).toBe(id);
   expect(statuses.get(404) ?? 0).toBe(0);
   expect(statuses.get(402) ?? 0).toBeGreaterThan(0);
 });
 
 test("a file left empty past CONFIG_SETTLE_MS is a removal: its instructions go", async () => {
-  expect(idOf()).toBeDefined();
+  expect(await idOf()).toBeDefined();
   writeFileSync(join(dirs.configDir, "a.yaml"), "");
-  await eventually(() => idOf() === undefined);
+  await eventually(async () => (await idOf()) === undefined);
   expect((await fetch(`${server.url}/x402/cid/${cid}`)).status).toBe(404);
 });
 
@@ -106,16 +106,16 @@ test("a save that leaves a file unparsable for a moment is refused quietly (info
     });
     const pricing = createPricing({ ...stores, settings: local.settings, env: {}, log, settleMs: 2000 });
     local.write("a.yaml", pricingFile(instruction("one", { cids: [CID] })));
-    expect(pricing.reload("start").result).toBe("applied");
-    const id = stores.instructions.forCid(CID)?.id;
+    expect((await pricing.reload("start")).result).toBe("applied");
+    const id = stores.instructions.forCid(CID)?.id; // SQLite stores: synchronous
     local.write("a.yaml", "instructions:\n  one:\n    name: [half written");
     const from = lines.length;
-    expect(pricing.reload("config").result).toBe("rejected");
+    expect((await pricing.reload("config")).result).toBe("rejected");
     expect(lines.slice(from).map((l) => [l.level, l.msg])).toEqual([
       [30, "pricing file does not parse yet: taken as being saved; the last good state keeps serving"],
     ]);
     local.write("a.yaml", pricingFile(instruction("one", { cids: [CID], price: "$0.03" })));
-    expect(pricing.reload("config").result).toBe("applied");
+    expect((await pricing.reload("config")).result).toBe("applied");
     expect(stores.instructions.forCid(CID)?.id).toBe(id);
   } finally {
     db.sqlite.close();

@@ -11,13 +11,13 @@ import { cidOfBytes } from "../../src/content/cid";
 import { type Db, openDb } from "../../src/db/client";
 import { createPricing, type Pricing } from "../../src/pricing/service";
 import { startWatchers, type Watchers } from "../../src/pricing/watch";
-import { createStores, type Stores } from "../../src/stores";
+import { createStores, type SqliteStores } from "../../src/stores";
 import { eventually } from "../support/eventually";
 import { CID_A, CID_B, CID_C, instruction, pricingFile, tempDirs } from "./helpers";
 
 let dirs: ReturnType<typeof tempDirs>;
 let db: Db;
-let stores: Stores;
+let stores: SqliteStores;
 let pricing: Pricing;
 let watchers: Watchers;
 
@@ -32,7 +32,7 @@ beforeAll(async () => {
   await stores.content.index();
   // CONFIG_SETTLE_MS as the server runs it: editors' saves are what this file tests.
   pricing = createPricing({ ...stores, settings: dirs.settings, env: {}, settleMs: dirs.settings.configSettleMs });
-  expect(pricing.reload("start").result).toBe("applied");
+  expect((await pricing.reload("start")).result).toBe("applied");
   watchers = startWatchers({ content: stores.content, settings: dirs.settings, pricing });
 });
 afterAll(async () => {
