@@ -61,7 +61,12 @@ describe.skipIf(!hasPostgres)("kill -9 of a replica during paid traffic", () => 
     await eventually(() => chain.proxy.settled.length - landedBefore >= BUYERS, "every settlement landing", 60_000);
     const a = cluster.replicas.get("A")!;
     await a.kill9();
+    const killedAt = performance.now();
     cluster.proxy.remove(a.url); // the balancer's health check takes it out
+    // A died holding rows whose money had moved: pending, for the survivor to resolve from the chain.
+    const [{ n: pendingAfterKill }] =
+      await cluster.sql`SELECT count(*)::int AS n FROM payments WHERE state = 'pending'`;
+    expect(pendingAfterKill).toBeGreaterThan(0);
     chain.proxy.mode = "pass";
     const answers = await Promise.all(requests);
     // Those on B were served; those on A lost their connection (the balancer's 502), nothing else.
@@ -73,6 +78,9 @@ describe.skipIf(!hasPostgres)("kill -9 of a replica during paid traffic", () => 
       async () => (await cluster.sql`SELECT count(*)::int AS n FROM payments WHERE state = 'pending'`)[0].n === 0,
       "no payment pending",
       120_000,
+    );
+    console.info(
+      `replicas: kill -9 left ${pendingAfterKill} pending rows; none pending ${((performance.now() - killedAt) / 1000).toFixed(1)} s after the kill`,
     );
 
     expect(await ledgerAgainstChain(cluster)).toEqual([]);

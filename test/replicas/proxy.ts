@@ -3,12 +3,16 @@
  * free loopback port handing each request to the next replica in turn, as a
  * plain HTTP balancer without sticky sessions does. Request and response
  * bodies stream through untouched (no decompression, no buffering); the
- * hop-by-hop headers are dropped as RFC 9110 asks of a proxy.
+ * hop-by-hop headers are dropped as RFC 9110 asks of a proxy. The answer
+ * names the replica that gave it (X-Served-By).
  *
  * A replica that refuses the connection (killed) answers the client 502: a
  * balancer's health check takes a dead replica out (`remove`), the requests
  * already sent to it are lost, as they would be in front of real servers.
  */
+
+/** The replica that answered, as balancers name it for debugging (HAProxy's, nginx's upstream_addr). */
+export const SERVED_BY = "x-served-by";
 
 const HOP_BY_HOP = ["connection", "keep-alive", "transfer-encoding", "upgrade", "proxy-connection", "te", "trailer"];
 
@@ -61,11 +65,9 @@ export function startRoundRobinProxy(backends: string[] = []): RoundRobinProxy {
           redirect: "manual",
           decompress: false, // the client sees the replica's bytes and Content-Encoding as sent
         });
-        return new Response(answer.body, {
-          status: answer.status,
-          statusText: answer.statusText,
-          headers: forwardable(answer.headers),
-        });
+        const headers = forwardable(answer.headers);
+        headers.set(SERVED_BY, origin);
+        return new Response(answer.body, { status: answer.status, statusText: answer.statusText, headers });
       } catch {
         return new Response("replica unreachable", { status: 502 });
       }
