@@ -13,8 +13,9 @@
  * database to seed; default with --engine postgres or both: a fresh one on
  * the tests' throwaway server, test/support/postgres.ts, pinned to CPU 0 with
  * the app). With both, the same measures run on each engine in one run and a
- * table of p50s side by side ends it. Target on PostgreSQL (issue 14): the
- * list at 100k rows, p50 under 5 ms.
+ * table of p50s side by side ends it. Targets on PostgreSQL (issue 14): the
+ * SQLite ones, p50 under 5 ms for the list's pages, the cid filter, create
+ * and patch at 100k rows.
  */
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -41,8 +42,15 @@ const text = (name: string) => {
 };
 
 type Engine = "sqlite" | "postgres";
-/** p50 of the list measures on PostgreSQL, at 100k rows (issue 14). */
-const PG_LIST_P50_MS = 5;
+/** The management API's targets (docs/BENCHMARKS.md), on PostgreSQL too at 100k rows (issue 14): p50 under 5 ms. */
+const PG_P50_MS = 5;
+const PG_TARGETED = [
+  "first page (limit 10)",
+  "deep page (limit 10, 90% down)",
+  "cid filter",
+  "create",
+  "patch (name, version +1)",
+];
 
 if (args[0] === "--serve") await serve(args[1], args[2]);
 else await main();
@@ -98,11 +106,13 @@ async function main() {
     }
   }
   if (engines.includes("postgres")) {
-    const lists = [...p50s.postgres].filter(([name]) => /page|filter/.test(name));
-    const worst = Math.max(...lists.map(([, p]) => p));
-    console.log(
-      `\n${worst < PG_LIST_P50_MS ? "MET    " : "NOT MET"} PostgreSQL, list at ${N} rows: worst p50 of the list measures ${worst.toFixed(2)} ms (target < ${PG_LIST_P50_MS} ms)`,
-    );
+    console.log("");
+    for (const name of PG_TARGETED) {
+      const p50 = p50s.postgres.get(name) ?? Number.NaN;
+      console.log(
+        `${p50 < PG_P50_MS ? "MET    " : "NOT MET"} PostgreSQL, ${N} instructions, ${name}: p50 ${p50.toFixed(2)} ms (target < ${PG_P50_MS} ms)`,
+      );
+    }
   }
   // The tests' PostgreSQL (started here) stops with this process; its pool would keep it alive.
   process.exit(0);
@@ -167,9 +177,10 @@ async function seedPostgres(url: string, N: number): Promise<Seeded> {
   for (let i = 0; i < N; i += BATCH) {
     const end = Math.min(N, i + BATCH);
     const names = Array.from({ length: end - i }, (_, k) => `instruction ${(i + k) % 1000}`);
+    // $1 is declared text: a parameter PostgreSQL types json, Bun would JSON-encode again (a JSON string stored).
     await pg.sql.unsafe(
       `INSERT INTO payment_instructions (id, version, name, description, requirements, source, created_at, updated_at)
-       SELECT id, 1, name, NULL, $1::json, 'api', $2, $2 FROM unnest($3::text[], $4::text[]) AS t(id, name)`,
+       SELECT id, 1, name, NULL, $1::text::json, 'api', $2, $2 FROM unnest($3::text[], $4::text[]) AS t(id, name)`,
       [REQUIREMENTS, now, pgArray(ids.slice(i, end)), pgArray(names)],
     );
     await pg.sql.unsafe(
@@ -216,6 +227,8 @@ async function runOn(engine: Engine, N: number, givenUrl: string | undefined) {
   const cmd = hasTaskset ? "taskset" : process.execPath;
   const cmdArgs = [...(hasTaskset ? ["-c", "0", process.execPath] : []), import.meta.path, "--serve", seeded.db, dir];
   const child = spawn(cmd, cmdArgs, { stdio: ["ignore", "pipe", "inherit"] });
+  // A measure that throws ends this process: the server must not outlive it.
+  process.once("exit", () => child.kill("SIGKILL"));
   if (hasTaskset) spawnSync("taskset", ["-cp", "1", String(process.pid)], { stdio: "ignore" });
   const port = await new Promise<number>((resolve, reject) => {
     let buf = "";
@@ -255,9 +268,9 @@ async function runOn(engine: Engine, N: number, givenUrl: string | undefined) {
       const [url, init] = make(i + 100);
       const s = performance.now();
       const res = await fetch(url, init);
-      await res.arrayBuffer();
+      const body = await res.text();
       times.push(performance.now() - s);
-      if (!res.ok) throw new Error(`${name}: HTTP ${res.status}`);
+      if (!res.ok) throw new Error(`${name}: HTTP ${res.status} ${body.slice(0, 300)}`);
     }
     times.sort((a, b) => a - b);
     const row = { name, p50: percentile(times, 50), p99: percentile(times, 99) };
