@@ -29,7 +29,16 @@ process.on("SIGTERM", () => void shutdown("SIGTERM"));
 // The doctor's checks before listening: a shop that cannot settle what it prices is refused.
 const checked = await preflight(settings);
 if (refusesToStart("cidgate", checked)) process.exit(2);
-running = await startServer({ settings });
+try {
+  running = await startServer({ settings });
+} catch (e) {
+  // PostgreSQL gone or refusing between the checks and the open (db/pg.ts's one line, no password):
+  // said as such, exit 1, rather than as a stack trace.
+  const message = e instanceof Error ? e.message : "";
+  if (!/^cannot (connect to|migrate) the PostgreSQL database /.test(message)) throw e;
+  console.error(`cidgate: ${message}`);
+  process.exit(1);
+}
 const { url, publicUrl, db, contentDb } = running;
 console.log(
   startupSummary({

@@ -203,7 +203,7 @@ export async function startServer(options: ServerOptions) {
         ]);
         if (!drained) await server.stop(true);
         // After the last request: the offers and proofs counted since the last flush are written.
-        stats.stop();
+        await stats.stop();
         await dispatcher.stop();
         await opened?.close();
       })();

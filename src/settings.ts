@@ -99,7 +99,7 @@ function oneOf<const V extends string>(values: readonly V[]) {
 
 /**
  * CIDGATE_DB names a PostgreSQL server (postgres:// or postgresql://) rather than a SQLite file:
- * db/pg.ts's isPostgresUrl, here without loading the driver (settings load for every command).
+ * Here, not in db/pg.ts: settings load for every command, the driver only for those that open it.
  */
 export function selectsPostgres(db: string): boolean {
   return /^postgres(ql)?:\/\//i.test(db);

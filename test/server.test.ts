@@ -100,9 +100,9 @@ describe("startServer", () => {
   });
 
   test("stop() releases the port and closes the database it opened", async () => {
-    const { url, db } = running;
+    const { url, contentDb } = running;
     await running.stop(true);
     await expect(fetch(`${url}/x402/cid/${cid}`)).rejects.toThrow();
-    expect(() => db.sqlite.query("SELECT 1").get()).toThrow();
+    expect(() => contentDb.sqlite.query("SELECT 1").get()).toThrow();
   });
 });

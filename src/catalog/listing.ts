@@ -5,6 +5,7 @@
  * queries (content_files, cid_mappings, payment_instructions); their writers
  * stay the content and instruction stores.
  */
+import type { SQL } from "bun";
 import type { Db } from "../db/client";
 import { type Database, isPg } from "../db/database";
 import type { StoredRequirement } from "../instructions/requirements";
@@ -74,8 +75,12 @@ export function pricedCids(db: Db, source?: "api" | "files"): Map<string, Priced
 
 /** pricedCids on either engine. */
 export async function pricedCidsIn(db: Database, source?: "api" | "files"): Promise<Map<string, PricedBy>> {
-  if (!isPg(db)) return pricedCids(db, source);
-  return pricedMap(await db.sql.unsafe<PricedRow[]>(pricedQuery(source)));
+  return isPg(db) ? pricedCidsOver(db.sql, source) : pricedCids(db, source);
+}
+
+/** pricedCids over a PostgreSQL client: what a command reads without opening (and so migrating) the database. */
+export async function pricedCidsOver(client: SQL, source?: "api" | "files"): Promise<Map<string, PricedBy>> {
+  return pricedMap(await client.unsafe<PricedRow[]>(pricedQuery(source)));
 }
 
 /** `file:pricing.yaml#article` -> `pricing.yaml#article`; an API instruction by its id. */

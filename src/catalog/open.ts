@@ -7,17 +7,23 @@
  * throwaway in-memory database, never into CIDGATE_DB, so a command run with
  * another environment (another PAY_TO) cannot re-point a live shop's prices.
  * A rejected pricing reload leaves the last good state, as a server would.
+ * With a PostgreSQL CIDGATE_DB the content index is this replica's own
+ * SQLite file (CONTENT_INDEX_DB), and the API's prices are read from
+ * PostgreSQL.
  */
+
+import { SQL } from "bun";
 import { createCatalogChanges } from "../db/changes";
 import { type Db, openDb } from "../db/client";
+import { displayUrl } from "../display-url";
 import { createInstructionStore } from "../instructions/store";
 import { createPricing, type ReloadReport } from "../pricing/service";
-import type { Settings } from "../settings";
+import { type Settings, selectsPostgres } from "../settings";
 import { createStores } from "../stores";
-import { type IndexedFile, indexedFiles, type PricedBy, pricedCids } from "./listing";
+import { type IndexedFile, indexedFiles, type PricedBy, pricedCids, pricedCidsOver } from "./listing";
 
 export interface OpenShop {
-  /** CIDGATE_DB, for checks that read it (integrity); the caller closes it with close(). */
+  /** The SQLite database of the content index (CIDGATE_DB, or CONTENT_INDEX_DB beside PostgreSQL), for checks that read it (integrity); closed by close(). */
   db: Db;
   /** The pricing reload as a start would make it: files read, result, errors. */
   pricing: ReloadReport;
@@ -33,8 +39,23 @@ export async function openShop(
   settings: Settings,
   env: Record<string, string | undefined> = process.env,
 ): Promise<OpenShop> {
-  const db = openDb(settings.db);
+  const onPostgres = selectsPostgres(settings.db);
+  const db = openDb(onPostgres ? settings.contentIndexDb : settings.db);
   const scratch = openDb(":memory:");
+  // The instructions the database holds. PostgreSQL is read with a bare client, never migrated here
+  // (doctor and a start's checks change nothing); one not migrated yet holds none.
+  const pricedInDb = async (source?: "api") => {
+    if (!onPostgres) return pricedCids(db, source);
+    const client = new SQL({ url: settings.db, max: 1 });
+    try {
+      return await pricedCidsOver(client, source);
+    } catch (e) {
+      if ((e as { errno?: string }).errno === "42P01") return new Map<string, PricedBy>(); // undefined_table
+      throw new Error(`cannot read the PostgreSQL database ${displayUrl(settings.db)}: ${(e as Error).name}`);
+    } finally {
+      await client.close();
+    }
+  };
   try {
     const stores = createStores(db, settings);
     const indexed = await stores.content.index();
@@ -46,8 +67,8 @@ export async function openShop(
     }).reload("check");
     const priced =
       pricing.result === "rejected"
-        ? pricedCids(db)
-        : new Map([...pricedCids(db, "api"), ...pricedCids(scratch, "files")]);
+        ? await pricedInDb()
+        : new Map([...(await pricedInDb("api")), ...pricedCids(scratch, "files")]);
     return {
       db,
       pricing,

@@ -20,14 +20,12 @@ export const list = defineCommand({
     const settings = loadSettingsOrReport(who);
     if (!settings) return 2;
     // Loaded here, not at the top: `cidgate content add` shares this file's group and must stay quick.
-    const [{ openShop }, { localShopSettings }, { listContent }, { formatProblem }] = await Promise.all([
+    const [{ openShop }, { listContent }, { formatProblem }] = await Promise.all([
       import("../catalog/open"),
-      import("../startup/preflight"),
       import("../catalog/listing"),
       import("../pricing/load"),
     ]);
-    // With PostgreSQL: this machine's content index, never a SQLite file named after the URL.
-    const shop = await openShop(localShopSettings(settings));
+    const shop = await openShop(settings);
     try {
       for (const e of shop.unreadable)
         console.error(`${who}: ${settings.contentDir}/${e.path}: unreadable: ${e.message}`);

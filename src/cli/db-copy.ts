@@ -228,7 +228,9 @@ async function copyTable(src: ReturnType<typeof drizzle<typeof sqliteSchema>>, t
 /**
  * Each identity column's sequence moved to its table's largest id + 1 (1 on an empty table):
  * the copy inserted the ids, which does not move the sequence, and the next sale must not
- * collide with a copied one.
+ * collide with a copied one. setval is the one thing a rollback keeps (sequences are not
+ * transactional): after a copy that did not verify, the empty target's ids start higher, which
+ * harms nothing, and the next copy sets them again.
  */
 async function moveSequences(tx: PgExecutor): Promise<void> {
   const identities = await tx.execute<{ table_name: string; column_name: string }>(sql`

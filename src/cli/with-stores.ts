@@ -3,10 +3,11 @@
  * settings, refused when missing (existing-db.ts; `create` for the one
  * command that may come before the server's first start), its stores opened, an
  * ApiError from them answered as one line (exit 1), the database closed.
- * CIDGATE_DB=postgres://... opens PostgreSQL (migrated at open, as a server
- * start does) and the PostgreSQL stores, with this machine's content index
- * (CONTENT_INDEX_DB) as their local SQLite file; the commands await every
- * store call, so they run the same on either engine.
+ * The database is opened as a server opens it (db/database.ts): SQLite, or
+ * with CIDGATE_DB=postgres://... PostgreSQL (migrated at open, as a start
+ * does) and its stores, with this machine's content index (CONTENT_INDEX_DB)
+ * as their local SQLite file. The commands await every store call, so they
+ * run the same on either engine.
  * The database modules load when a command runs, not when `cidgate --help`
  * loads every command's file.
  */
@@ -21,57 +22,24 @@ export async function withStores(
 ): Promise<number> {
   const settings = loadSettingsOrReport(who);
   if (!settings) return 2;
-  if (selectsPostgres(settings.db)) return withPgStores(who, settings, body);
-  if (!create && missingDatabase(who, settings.db)) return 1;
-  const [{ openDb }, { createStores }] = await Promise.all([import("../db/client"), import("../stores")]);
-  const db = openDb(settings.db);
+  if (!create && !selectsPostgres(settings.db) && missingDatabase(who, settings.db)) return 1;
+  const [{ openDatabase }, { ApiError }] = await Promise.all([import("../db/database"), import("../http/errors")]);
+  let opened: Awaited<ReturnType<typeof openDatabase>>;
   try {
-    return await answered(who, () => body(createStores(db, settings), { settings }));
-  } finally {
-    db.sqlite.close();
-  }
-}
-
-async function withPgStores(
-  who: string,
-  settings: Settings,
-  body: (stores: Stores, open: { settings: Settings }) => number | Promise<number>,
-): Promise<number> {
-  const [{ openDb }, { openPg }, { createPgStores }] = await Promise.all([
-    import("../db/client"),
-    import("../db/pg"),
-    import("../stores-pg"),
-  ]);
-  let pg: Awaited<ReturnType<typeof openPg>>;
-  try {
-    pg = await openPg(settings.db);
+    opened = await openDatabase(settings);
   } catch (e) {
-    // One line naming the server, never the password (db/pg.ts).
+    // PostgreSQL's refusals are one line naming the server, never the password (db/pg.ts).
+    if (!selectsPostgres(settings.db)) throw e;
     console.error(`${who}: ${(e as Error).message}`);
     return 1;
   }
-  const local = openDb(settings.contentIndexDb);
   try {
-    const stores = createPgStores(pg, { local, settings });
-    try {
-      return await answered(who, () => body(stores, { settings }));
-    } finally {
-      stores.stop();
-    }
-  } finally {
-    local.sqlite.close();
-    await pg.close();
-  }
-}
-
-/** An ApiError from the stores (a refused id, a conflict) as one line, exit 1. */
-async function answered(who: string, run: () => number | Promise<number>): Promise<number> {
-  const { ApiError } = await import("../http/errors");
-  try {
-    return await run();
+    return await body(opened.stores, { settings });
   } catch (e) {
     if (!(e instanceof ApiError)) throw e;
     console.error(`${who}: ${e.message}`);
     return 1;
+  } finally {
+    await opened.close();
   }
 }

@@ -4,12 +4,11 @@
  * database). Chosen by the setting's spelling; everything above the stores
  * is the same on both (src/stores.ts, src/stores-pg.ts).
  */
-import { join } from "node:path";
 import type { Warn } from "../private-files";
-import type { Settings } from "../settings";
+import { type Settings, selectsPostgres } from "../settings";
 import type { Stores } from "../stores";
 import { type Db, openDb } from "./client";
-import { isPostgresUrl, openPg, type Pg } from "./pg";
+import { openPg, type Pg } from "./pg";
 
 export type Database = Db | Pg;
 
@@ -28,10 +27,10 @@ export interface OpenedDatabase {
 
 /** Opens CIDGATE_DB and its stores; on PostgreSQL also this replica's own content index (SQLite). */
 export async function openDatabase(
-  settings: Pick<Settings, "db" | "contentDir" | "dataDir"> & { contentIndexDb?: string },
+  settings: Pick<Settings, "db" | "contentDir" | "contentIndexDb">,
   options: { warn?: Warn } = {},
 ): Promise<OpenedDatabase> {
-  if (!isPostgresUrl(settings.db)) {
+  if (!selectsPostgres(settings.db)) {
     const db = openDb(settings.db, options);
     const { createStores } = await import("../stores");
     return { db, contentDb: db, stores: createStores(db, settings), close: async () => db.sqlite.close() };
@@ -39,13 +38,20 @@ export async function openDatabase(
   const pg = await openPg(settings.db);
   let local: Db;
   try {
-    local = openDb(settings.contentIndexDb ?? join(settings.dataDir, "content.db"), options);
+    local = openDb(settings.contentIndexDb, options);
   } catch (e) {
     await pg.close();
     throw e;
   }
   const { createPgStores } = await import("../stores-pg");
-  const stores = createPgStores(pg, { local, settings });
+  let stores: ReturnType<typeof createPgStores>;
+  try {
+    stores = createPgStores(pg, { local, settings });
+  } catch (e) {
+    local.sqlite.close();
+    await pg.close();
+    throw e;
+  }
   return {
     db: pg,
     contentDb: local,

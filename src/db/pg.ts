@@ -34,11 +34,6 @@ export const MIGRATION_LOCK_KEY = 0x6369646761746500n;
  */
 const POOL_SIZE = 10;
 
-/** CIDGATE_DB names a PostgreSQL server rather than a SQLite file. */
-export function isPostgresUrl(s: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(s);
-}
-
 /** What a store queries through: the pool's database, or a transaction on it. */
 export type PgExecutor = PgDatabase<BunSQLQueryResultHKT, typeof schema, ExtractTablesWithRelations<typeof schema>>;
 
@@ -100,7 +95,8 @@ export async function openPg(url: string) {
   }
 
   const db = drizzle({ client: sql, schema });
-  const current = new AsyncLocalStorage<PgExecutor>();
+  /** The transaction of the current async context, and what to run once it has committed. */
+  const current = new AsyncLocalStorage<{ tx: PgExecutor; afterCommit: (() => void)[] }>();
 
   return {
     kind: "pg" as const,
@@ -108,7 +104,17 @@ export async function openPg(url: string) {
     sql,
     /** The current transaction if the caller is inside `transaction`, else the pool. */
     q(): PgExecutor {
-      return current.getStore() ?? db;
+      return current.getStore()?.tx ?? db;
+    },
+    /**
+     * Runs `fn` once the current transaction has committed (never if it rolls back), or at once
+     * outside one: what tells this process's dispatcher a webhook event is queued, which it could
+     * not see before the commit.
+     */
+    afterCommit(fn: () => void): void {
+      const scope = current.getStore();
+      if (scope) scope.afterCommit.push(fn);
+      else fn();
     },
     /**
      * Runs `fn` in one transaction; every `q()` inside it (through awaits) is that transaction.
@@ -120,8 +126,14 @@ export async function openPg(url: string) {
      */
     async transaction<T>(fn: (tx: PgExecutor) => Promise<T>): Promise<T> {
       const outer = current.getStore();
-      if (outer) return fn(outer);
-      return db.transaction((tx) => current.run(tx, () => fn(tx)));
+      if (outer) return fn(outer.tx);
+      const scope = { tx: db as PgExecutor, afterCommit: [] as (() => void)[] };
+      const result = await db.transaction((tx) => {
+        scope.tx = tx;
+        return current.run(scope, () => fn(tx));
+      });
+      for (const after of scope.afterCommit) after();
+      return result;
     },
     async close(): Promise<void> {
       await sql.close();

@@ -201,40 +201,42 @@ export function createPaymentStore(db: Db) {
       // bun:sqlite's own transaction (drizzle's wrapper cost more than the statements in it: claim and
       // markSettled 160 -> 60-90 us), IMMEDIATE: it reads then writes, so it takes the write lock first
       // and waits out another process's writer (busy_timeout) instead of failing its upgrade.
-      return db.sqlite.transaction(() => {
-        const existing = statements.findByAuthorization.get({
-          network: claim.network,
-          asset: claim.asset,
-          payer: claim.payer,
-          nonce: claim.nonce,
-        });
-        const now = nowIso();
-        if (existing && isUnconfirmed(existing, options.staleBefore)) {
-          if (existing.cid !== claim.cid || existing.proofHash !== claim.proofHash)
-            return { claimed: false as const, payment: existing };
-          // Live again: other requests (and processes) now see a settlement in progress.
-          const payment = db
-            .update(payments)
-            .set({ error: null, updatedAt: now })
-            .where(and(eq(payments.id, existing.id), eq(payments.state, "pending")))
-            .returning()
-            .get()!;
-          return { claimed: true as const, payment, resolve: true };
-        }
-        if (existing && existing.state !== "failed") return { claimed: false as const, payment: existing };
-        const fields = claimFields(claim, now);
-        const payment = existing
-          ? db.update(payments).set(fields).where(eq(payments.id, existing.id)).returning().get()
-          : statements.insertClaim.get({
-              ...fields,
-              network: claim.network,
-              asset: claim.asset,
-              payer: claim.payer,
-              nonce: claim.nonce,
-              now,
-            })!;
-        return { claimed: true as const, payment, resolve: false };
-      }).immediate();
+      return db.sqlite
+        .transaction(() => {
+          const existing = statements.findByAuthorization.get({
+            network: claim.network,
+            asset: claim.asset,
+            payer: claim.payer,
+            nonce: claim.nonce,
+          });
+          const now = nowIso();
+          if (existing && isUnconfirmed(existing, options.staleBefore)) {
+            if (existing.cid !== claim.cid || existing.proofHash !== claim.proofHash)
+              return { claimed: false as const, payment: existing };
+            // Live again: other requests (and processes) now see a settlement in progress.
+            const payment = db
+              .update(payments)
+              .set({ error: null, updatedAt: now })
+              .where(and(eq(payments.id, existing.id), eq(payments.state, "pending")))
+              .returning()
+              .get()!;
+            return { claimed: true as const, payment, resolve: true };
+          }
+          if (existing && existing.state !== "failed") return { claimed: false as const, payment: existing };
+          const fields = claimFields(claim, now);
+          const payment = existing
+            ? db.update(payments).set(fields).where(eq(payments.id, existing.id)).returning().get()
+            : statements.insertClaim.get({
+                ...fields,
+                network: claim.network,
+                asset: claim.asset,
+                payer: claim.payer,
+                nonce: claim.nonce,
+                now,
+              })!;
+          return { claimed: true as const, payment, resolve: false };
+        })
+        .immediate();
     },
 
     /**

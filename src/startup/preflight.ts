@@ -13,7 +13,7 @@ import { gatherFacts, type ProbeOptions } from "../doctor/probe";
 import { createFacilitator } from "../facilitator/create";
 import { formatProblem } from "../pricing/load";
 import type { ReloadReport } from "../pricing/service";
-import { type Settings, selectsPostgres } from "../settings";
+import type { Settings } from "../settings";
 
 export interface Preflight {
   facts: ShopFacts;
@@ -23,23 +23,12 @@ export interface Preflight {
   pricingErrors: string[];
 }
 
-/**
- * The settings openShop (catalog/open.ts, SQLite) is given. With PostgreSQL this replica's SQLite
- * file is its content index (CONTENT_INDEX_DB): the shop is opened over it for the content and the
- * pricing files' check, and the shared database is asked by the probe (connects, migrated) without
- * being migrated here. API-priced CIDs live in PostgreSQL and are not among `priced` then: the
- * facilitator check sees the pricing files' networks.
- */
-export function localShopSettings(settings: Settings): Settings {
-  return selectsPostgres(settings.db) ? { ...settings, db: settings.contentIndexDb } : settings;
-}
-
 export async function preflight(
   settings: Settings,
   env: Record<string, string | undefined> = process.env,
   integrity: ProbeOptions["integrity"] = "quick_check",
 ): Promise<Preflight> {
-  const shop = await openShop(localShopSettings(settings), env);
+  const shop = await openShop(settings, env);
   const facilitator = createFacilitator(settings);
   try {
     const pricedNetworks = networksOf(shop.priced);

@@ -9,7 +9,7 @@ import { type SQL, sql } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import type { Pg, PgExecutor } from "../db/pg";
 import { funnelHourly, funnelInstructionHourly, funnelShopHourly } from "../db/schema-pg";
-import { FLUSH_INTERVAL_MS, type FunnelCounters, type FunnelRow, funnelGrains, funnelTally } from "./counters";
+import { countersOf, type FunnelCounters, type FunnelRow, funnelGrains, funnelTally } from "./counters";
 
 /**
  * Rows per INSERT: PostgreSQL takes at most 65,535 parameters in a statement, and a CID row has
@@ -100,30 +100,15 @@ export function createPgFunnelCounters(pg: Pg, options: { flushIntervalMs?: numb
     return next;
   }
 
-  let timer: ReturnType<typeof setInterval> | undefined;
-  let stopped = false;
-
-  return {
-    offer: counts.offer,
-    proof: counts.proof,
-    unflushed: counts.unflushed,
+  return countersOf(
+    counts,
     flush,
-    totals: counts.totals,
-    start(): void {
-      if (timer || stopped) return;
-      timer = setInterval(() => {
-        // A write slower than the interval: this tick is skipped, its counts go with the next.
-        if (running) return;
-        // The database is busy or unreachable: the counts stay in memory for the next flush.
-        flush().catch(() => {});
-      }, options.flushIntervalMs ?? FLUSH_INTERVAL_MS);
-      timer.unref?.();
+    () => {
+      // A write slower than the interval: this tick is skipped, its counts go with the next.
+      if (running) return;
+      // The database is busy or unreachable: the counts stay in memory for the next flush.
+      flush().catch(() => {});
     },
-    async stop(): Promise<void> {
-      stopped = true;
-      if (timer) clearInterval(timer);
-      timer = undefined;
-      await flush();
-    },
-  };
+    options,
+  );
 }

@@ -189,34 +189,52 @@ export function createFunnelCounters(sqlite: Database, options: { flushIntervalM
     return rows.length;
   }
 
+  return countersOf(
+    counts,
+    flush,
+    () => {
+      try {
+        flush();
+      } catch {
+        // The database is busy or closed: the counts stay in memory for the next flush.
+      }
+    },
+    options,
+  );
+}
+
+/**
+ * Counters over a tally and an engine's flush: counting, the periodic flush (`tick` every
+ * `flushIntervalMs`, default 5 s, until stop; the timer never keeps the process alive) and the
+ * last flush at stop (a clean stop loses no count).
+ */
+export function countersOf<Written extends number | Promise<number>>(
+  counts: ReturnType<typeof funnelTally>,
+  flush: () => Written,
+  tick: () => void,
+  options: { flushIntervalMs?: number },
+) {
   let timer: ReturnType<typeof setInterval> | undefined;
   let stopped = false;
-
   return {
     offer: counts.offer,
     proof: counts.proof,
     unflushed: counts.unflushed,
+    /** Writes every count gathered so far and starts afresh; answers how many rows it wrote. */
     flush,
     /** Since this process started (the /metrics counters). */
     totals: counts.totals,
-    /** Flushes every `flushIntervalMs` (default 5 s) until stop; the timer never keeps the process alive. */
     start(): void {
       if (timer || stopped) return;
-      timer = setInterval(() => {
-        try {
-          flush();
-        } catch {
-          // The database is busy or closed: the counts stay in memory for the next flush.
-        }
-      }, options.flushIntervalMs ?? FLUSH_INTERVAL_MS);
+      timer = setInterval(tick, options.flushIntervalMs ?? FLUSH_INTERVAL_MS);
       timer.unref?.();
     },
-    /** Stops the timer and writes what is left: a clean stop loses no count. */
-    stop(): void {
+    /** Stops the timer and writes what is left. */
+    stop(): Written {
       stopped = true;
       if (timer) clearInterval(timer);
       timer = undefined;
-      flush();
+      return flush();
     },
   };
 }

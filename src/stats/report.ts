@@ -37,7 +37,10 @@ export type RangeError = { error: "range"; message: string };
 
 export interface ReportDeps {
   queries: StatsQueries;
-  /** Counts gathered since the last flush: added, so an answer never lags the counters. */
+  /**
+   * Counts gathered since the last flush: added, so an answer never lags this process's counters.
+   * Other replicas' counts (PostgreSQL) show once they flush, within their flush interval.
+   */
   unflushed: () => FunnelRow[];
   /** Instruction id -> name (breakdown by instruction); may be a store read that awaits. */
   instructionName?: (id: string) => MaybePromise<string | undefined>;

@@ -42,7 +42,7 @@ export function createStats(
     /** Starts the periodic flush of the counters. */
     start: () => counters.start(),
     /** Writes every count left (a clean stop loses none): at once on SQLite, a promise on PostgreSQL. */
-    stop: (): MaybePromise<void> => counters.stop(),
+    stop: (): MaybePromise<unknown> => counters.stop(),
   };
 }
 

@@ -12,27 +12,10 @@ import { command as db } from "../../src/cli/db";
 import { command as entitlements } from "../../src/cli/entitlements";
 import { command as payments } from "../../src/cli/payments";
 import { command as token } from "../../src/cli/token";
-import { createPgStores } from "../../src/stores-pg";
 import { createTestDatabase, pgAvailable } from "../support/postgres";
 import { makeShop } from "./shop-fixture";
 
-/**
- * src/stores-pg.ts is a skeleton until the PostgreSQL stores are merged into it (it throws "not
- * assembled yet"): until then these tests are skipped, loudly. Remove this guard once it is assembled.
- */
-function storesAssembled(): boolean {
-  try {
-    createPgStores(undefined as never, undefined as never);
-  } catch (e) {
-    if ((e as Error).message.includes("not assembled yet")) {
-      console.error("SKIPPED: commands on PostgreSQL: src/stores-pg.ts is not assembled yet");
-      return false;
-    }
-  }
-  return true;
-}
-
-const available = (await pgAvailable("commands on PostgreSQL")) && storesAssembled();
+const available = await pgAvailable("commands on PostgreSQL");
 
 describe.skipIf(!available)("commands on PostgreSQL", () => {
   let dir: string;

@@ -11,9 +11,10 @@ import { asc, eq, getTableName, is, sql } from "drizzle-orm";
 import { PgTable } from "drizzle-orm/pg-core";
 import { SQLiteTable } from "drizzle-orm/sqlite-core";
 import { openDb } from "../../src/db/client";
-import { isPostgresUrl, openPg, type Pg } from "../../src/db/pg";
+import { openPg, type Pg } from "../../src/db/pg";
 import * as sqliteSchema from "../../src/db/schema";
 import * as pgSchema from "../../src/db/schema-pg";
+import { selectsPostgres } from "../../src/settings";
 import { createTestDatabase, pgAvailable } from "../support/postgres";
 
 const opened: Pg[] = [];
@@ -28,15 +29,15 @@ afterAll(async () => {
 
 const JOURNAL = JSON.parse(readFileSync(join(import.meta.dir, "../../drizzle-pg/meta/_journal.json"), "utf8"));
 
-test("isPostgresUrl: postgres:// and postgresql:// only", () => {
-  expect(isPostgresUrl("postgres://u:p@h/db")).toBe(true);
-  expect(isPostgresUrl("postgresql://h/db")).toBe(true);
-  expect(isPostgresUrl("/var/lib/cidgate/cidgate.db")).toBe(false);
-  expect(isPostgresUrl(":memory:")).toBe(false);
-  expect(isPostgresUrl("postgres.db")).toBe(false);
+test("selectsPostgres: postgres:// and postgresql:// only", () => {
+  expect(selectsPostgres("postgres://u:p@h/db")).toBe(true);
+  expect(selectsPostgres("postgresql://h/db")).toBe(true);
+  expect(selectsPostgres("/var/lib/cidgate/cidgate.db")).toBe(false);
+  expect(selectsPostgres(":memory:")).toBe(false);
+  expect(selectsPostgres("postgres.db")).toBe(false);
 });
 
-describe.skipIf(!pgAvailable())("PostgreSQL", () => {
+describe.skipIf(!(await pgAvailable()))("PostgreSQL", () => {
   test("the migrations make every table of the SQLite schema but content_files, and the two of PostgreSQL", async () => {
     const pg = await open();
     const rows = await pg.sql<{ table_name: string }[]>`

@@ -308,3 +308,60 @@ describe.skipIf(skip.postgres)("postgres replicas", () => {
     }
   }, 60_000);
 });
+
+describe("an event the database refuses to queue", () => {
+  const refused: string[] = [];
+  const log = { error: (obj: object, msg: string) => refused.push(`${msg} ${JSON.stringify(obj)}`) };
+
+  test("sqlite: logged and swallowed, outside a transaction and inside one (whose other writes commit)", async () => {
+    refused.length = 0;
+    const db = openDb(":memory:");
+    try {
+      const store = createNotificationStore(db, { log });
+      const hook = store.createWebhook({ url: "https://example.test/a" });
+      // Fault injection: the outbox refuses every row, as a full disk would.
+      db.sqlite.exec(
+        "CREATE TEMP TRIGGER refuse BEFORE INSERT ON webhook_deliveries BEGIN SELECT RAISE(ABORT, 'refused'); END",
+      );
+      store.emit("payment.settled", {});
+      db.sqlite.transaction(() => {
+        store.emit("payment.settled", {});
+        store.updateWebhook(hook.id, { description: "written in the same transaction" });
+      })();
+      expect(refused).toHaveLength(2);
+      expect(refused[0]).toContain("webhook event not queued");
+      expect(store.getWebhook(hook.id)?.description).toBe("written in the same transaction");
+    } finally {
+      db.sqlite.close();
+    }
+  });
+
+  test.skipIf(skip.postgres)(
+    "postgres: logged and swallowed outside a transaction; inside one, thrown, and the transaction rolls back",
+    async () => {
+      refused.length = 0;
+      const pg = await openPg(await createTestDatabase());
+      try {
+        const store = createPgNotificationStore(pg, { log });
+        const hook = await store.createWebhook({ url: "https://example.test/a" });
+        // Fault injection: the outbox refuses every row, as a full disk would.
+        await pg.sql.unsafe(`
+          CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$;
+          CREATE TRIGGER refuse BEFORE INSERT ON webhook_deliveries FOR EACH ROW EXECUTE FUNCTION refuse();`);
+        await store.emit("payment.settled", {});
+        expect(refused).toHaveLength(1);
+        expect(refused[0]).toContain("webhook event not queued");
+        await expect(
+          pg.transaction(async () => {
+            await store.updateWebhook(hook.id, { description: "written in the same transaction" });
+            await store.emit("payment.settled", {});
+          }),
+        ).rejects.toThrow();
+        expect((await store.getWebhook(hook.id))?.description).toBeNull();
+      } finally {
+        await pg.close();
+      }
+    },
+    60_000,
+  );
+});

@@ -86,6 +86,19 @@ describe.each(engines)("funnel counters on %s", (engine) => {
     expect(await shop(sql)).toMatchObject([{ offers: 2 }]);
   });
 
+  test("a flush of more CIDs than one statement takes writes them all", async () => {
+    // PostgreSQL takes at most 65,535 parameters a statement: 14,000 rows of five (70,000) are written in parts.
+    const c = counters();
+    setSystemTime(new Date("2026-03-01T10:15:00.000Z"));
+    for (let i = 0; i < 14_000; i++) c.offer(item(`bafy${i}`));
+    expect(await c.flush()).toBe(14_000);
+    const [written] = await sql.all<{ n: unknown; offers: unknown }>(
+      "SELECT count(*) AS n, sum(offers) AS offers FROM funnel_hourly",
+    );
+    expect([Number(written.n), Number(written.offers)]).toEqual([14_000, 14_000]); // PostgreSQL's bigint: text
+    expect(await shop(sql)).toEqual([{ hour: "2026-03-01T10", offers: 14_000, proofs: 0 }]);
+  }, 60_000); // a bound for a stuck server, not a timing assertion
+
   test("the stats' stop writes the counts gathered since the last flush", async () => {
     const stats = createStats(statsDatabase(e), { flushIntervalMs: 3_600_000 });
     stats.start();
