@@ -102,8 +102,12 @@ const childEnv = () => ({ PATH: process.env.PATH ?? "", HOME: process.env.HOME ?
 
 /** One replica process; resolves once its start-up summary names the URL it listens on. */
 async function spawnReplica(name: string, dir: string, env: Record<string, string>): Promise<Replica> {
-  // Run from its own folder, as on its own machine: nothing it writes lands in the repository.
-  const child = Bun.spawn([process.execPath, join(ROOT, "src/index.ts")], {
+  // Run from its own folder, as on its own machine: nothing it writes lands in the repository. With a
+  // parent-death signal (util-linux's setpriv execs it: the pid stays the replica's), a test process
+  // killed outright takes its replicas with it.
+  const setpriv = Bun.which("setpriv");
+  const guard = setpriv ? [setpriv, "--pdeathsig", "SIGKILL"] : [];
+  const child = Bun.spawn([...guard, process.execPath, join(ROOT, "src/index.ts")], {
     cwd: dir,
     env: { ...childEnv(), ...env },
     stdin: "ignore",
