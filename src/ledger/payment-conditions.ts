@@ -4,8 +4,8 @@
  * unconfirmed-row condition and a page cut from `limit + 1` rows. Written
  * once over either table's columns, so the two engines cannot drift apart.
  */
-import { type AnyColumn, eq, gte, lt, type SQL, sql } from "drizzle-orm";
-import type { PaymentClaim } from "./store";
+import { type AnyColumn, and, eq, gt, gte, lt, type SQL, sql } from "drizzle-orm";
+import type { AuthorizationKey, PaymentClaim } from "./store";
 
 /** A pending row whose settle went out unanswered carries this prefix in `error` (store.ts `isUnconfirmed`). */
 export const UNCONFIRMED = "settlement unconfirmed";
@@ -23,8 +23,14 @@ export interface PaymentFilter {
 
 /** The payments columns the conditions name, from either schema (db/schema.ts, db/schema-pg.ts). */
 export interface PaymentColumns {
-  cid: AnyColumn;
+  id: AnyColumn;
+  network: AnyColumn;
+  asset: AnyColumn;
   payer: AnyColumn;
+  nonce: AnyColumn;
+  proofHash: AnyColumn;
+  validBefore: AnyColumn;
+  cid: AnyColumn;
   instructionId: AnyColumn;
   state: AnyColumn;
   error: AnyColumn;
@@ -53,6 +59,32 @@ export function unconfirmedCondition(t: PaymentColumns, staleBefore: string | un
   const marked = sql`${t.error} LIKE ${`${UNCONFIRMED}%`}`;
   return staleBefore === undefined ? marked : sql`(${marked} OR ${t.updatedAt} < ${staleBefore})`;
 }
+
+/** The row of one authorization (unique together); the key's values may be a prepared statement's placeholders. */
+export const byAuthorization = (t: PaymentColumns, key: { [K in keyof AuthorizationKey]: unknown }) =>
+  and(eq(t.network, key.network), eq(t.asset, key.asset), eq(t.payer, key.payer), eq(t.nonce, key.nonce)) as SQL;
+
+/** The row of one proof: its authorization and signature hash, whatever the asset (v1 proofs do not name it). */
+export const byProof = (t: PaymentColumns, key: { network: string; payer: string; nonce: string; proofHash: string }) =>
+  and(
+    eq(t.payer, key.payer),
+    eq(t.nonce, key.nonce),
+    eq(t.network, key.network),
+    eq(t.proofHash, key.proofHash),
+  ) as SQL;
+
+/** The background reconciliation's pending rows: unconfirmed, or untouched since `before`, after id `afterId`. */
+export const unresolvedConditions = (t: PaymentColumns, before: string, afterId: number) =>
+  and(
+    // A literal, not a parameter: what lets either engine use the partial index payments_pending.
+    sql`${t.state} = 'pending'`,
+    unconfirmedCondition(t, before),
+    gt(t.id, afterId),
+  ) as SQL;
+
+/** Rows released after their settle went out whose authorization could still land (store.ts `releasedAfterSettle`). */
+export const releasedAfterSettleConditions = (t: PaymentColumns, nowSeconds: number, slackSeconds: number) =>
+  and(eq(t.state, "failed"), sql`${t.error} LIKE 'settle:%'`, gt(t.validBefore, nowSeconds - slackSeconds)) as SQL;
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 

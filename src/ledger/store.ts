@@ -14,12 +14,15 @@ import type { Db } from "../db/client";
 import { payments } from "../db/schema";
 import { createStatsQueries } from "../stats/queries";
 import {
+  byAuthorization,
+  byProof,
   claimFields,
   filterConditions as conditionsOn,
   type PaymentFilter,
   pageOf,
+  releasedAfterSettleConditions,
   UNCONFIRMED,
-  unconfirmedCondition,
+  unresolvedConditions,
 } from "./payment-conditions";
 
 export type Payment = typeof payments.$inferSelect;
@@ -82,12 +85,7 @@ function prepareStatements(db: Db) {
       .select()
       .from(payments)
       .where(
-        and(
-          eq(payments.network, p("network")),
-          eq(payments.asset, p("asset")),
-          eq(payments.payer, p("payer")),
-          eq(payments.nonce, p("nonce")),
-        ),
+        byAuthorization(payments, { network: p("network"), asset: p("asset"), payer: p("payer"), nonce: p("nonce") }),
       )
       .prepare(),
     insertClaim: db
@@ -173,18 +171,7 @@ export function createPaymentStore(db: Db) {
 
     /** The row of a proof by its authorization and signature hash, whatever the asset (v1 proofs do not name it). */
     findByProof(key: { network: string; payer: string; nonce: string; proofHash: string }): Payment | undefined {
-      return db
-        .select()
-        .from(payments)
-        .where(
-          and(
-            eq(payments.payer, key.payer),
-            eq(payments.nonce, key.nonce),
-            eq(payments.network, key.network),
-            eq(payments.proofHash, key.proofHash),
-          ),
-        )
-        .get();
+      return db.select().from(payments).where(byProof(payments, key)).get();
     },
 
     /**
@@ -248,14 +235,7 @@ export function createPaymentStore(db: Db) {
       return db
         .select()
         .from(payments)
-        .where(
-          and(
-            // A literal, not a parameter: what lets SQLite use the partial index payments_pending.
-            sql`${payments.state} = 'pending'`,
-            unconfirmedCondition(payments, before),
-            gt(payments.id, afterId),
-          ),
-        )
+        .where(unresolvedConditions(payments, before, afterId))
         .orderBy(asc(payments.id))
         .limit(limit)
         .all();
@@ -270,13 +250,7 @@ export function createPaymentStore(db: Db) {
       return db
         .select()
         .from(payments)
-        .where(
-          and(
-            eq(payments.state, "failed"),
-            sql`${payments.error} LIKE 'settle:%'`,
-            gt(payments.validBefore, nowSeconds - slackSeconds),
-          ),
-        )
+        .where(releasedAfterSettleConditions(payments, nowSeconds, slackSeconds))
         .orderBy(asc(payments.id))
         .limit(500)
         .all();

@@ -99,14 +99,14 @@ const domain = () => ({
 });
 
 /** A second app over the same database and facilitator (another process), logging to `lines`. */
-function otherApp(lines: Record<string, unknown>[] = []) {
+function otherApp(lines: Record<string, unknown>[] = [], facilitatorTimeoutMs = stack.settings.facilitatorTimeoutMs) {
   const log = createLogger("info", {
     write(text: string) {
       for (const line of text.split("\n")) if (line) lines.push(JSON.parse(line));
     },
   });
   return createApp({
-    settings: stack.settings,
+    settings: { ...stack.settings, facilitatorTimeoutMs },
     db: stack.db,
     log,
     jwtSecret: STACK_JWT_SECRET,
@@ -119,7 +119,12 @@ async function get(name: string, header: string, app?: ReturnType<typeof createA
   const res = app ? await app.handle(request) : await fetch(request);
   const text = await res.text();
   const receipt = res.headers.get("x-payment-response");
-  return { status: res.status, text, receipt: receipt ? (decodePaymentResponseHeader(receipt) as any) : undefined };
+  return {
+    status: res.status,
+    text,
+    receipt: receipt ? (decodePaymentResponseHeader(receipt) as any) : undefined,
+    retryAfter: res.headers.get("retry-after"),
+  };
 }
 const reasonOf = (text: string) => JSON.parse(text).reason;
 
@@ -233,7 +238,7 @@ describe("an unconfirmed settlement resolved as not paid", () => {
 });
 
 describe("a payment being settled by another process", () => {
-  test("the same proof elsewhere is 403 payment_in_progress while it runs, then served without a second charge", async () => {
+  test("the same proof elsewhere waits for it, then answers 503 pending (never 403); another file is refused; served once it settles", async () => {
     const p = await proof(3);
     const before = await stack.balanceOf(buyer(3).address);
     let enter!: () => void;
@@ -248,24 +253,35 @@ describe("a payment being settled by another process", () => {
     expect(rowOf(3, p.nonce).state).toBe("pending");
     const sent = await txCount(stack.devnet, stack.devnet.relayer.address);
 
-    // process B: another app over the same database
-    const b = otherApp();
-    for (const name of ["file.txt", "other.txt"]) {
-      const res = await get(name, p.header, b);
-      expect({ name, status: res.status }).toEqual({ name, status: 403 });
-      expect(reasonOf(res.text)).toBe("payment_in_progress");
-      expect(res.text).not.toContain(FILE);
-    }
+    // process B: another app over the same database (a short facilitator timeout: its wait ends while A is held)
+    const b = otherApp([], 300);
+    const same = await get("file.txt", p.header, b);
+    expect(same.status).toBe(503);
+    expect(JSON.parse(same.text).error.code).toBe("settlement_pending");
+    expect(same.retryAfter).toBe("5");
+    expect(same.text).not.toContain(FILE);
+    // The same authorization for another file: that is not the buyer's own retry, refused at once.
+    const elsewhere = await get("other.txt", p.header, b);
+    expect(elsewhere.status).toBe(403);
+    expect(reasonOf(elsewhere.text)).toBe("payment_in_progress");
+    expect(elsewhere.text).not.toContain(OTHER);
     expect(await txCount(stack.devnet, stack.devnet.relayer.address)).toBe(sent); // B sent nothing
 
+    // Process C (the stack's facilitator timeout) presents it as A goes on: it shares A's outcome.
+    const waiting = get("file.txt", p.header, otherApp());
+    const settles = settleCalls; // A's settle, held until now
     release();
     const a = await first;
     expect(a.status).toBe(200);
     expect(a.text).toBe(FILE);
     const tx = a.receipt.transaction;
 
+    const c = await waiting;
+    expect(c.status).toBe(200);
+    expect(c.text).toBe(FILE);
+    expect(c.receipt.transaction).toBe(tx);
+
     // now settled: B serves the same proof with A's transaction, no new charge
-    const settles = settleCalls;
     const served = await get("file.txt", p.header, b);
     expect(served.status).toBe(200);
     expect(served.text).toBe(FILE);
