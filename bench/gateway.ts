@@ -36,12 +36,12 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Subprocess } from "bun";
 import { createPublicClient, erc20Abi, http } from "viem";
 import { generatePrivateKey, privateKeyToAccount } from "viem/accounts";
 import { startDevnet } from "../src/chain/devnet";
+import { children, LOAD_CPU, median, percentile, pin, SERVER_CPU, startChild, stopChild } from "./lib/children";
 import { authorizationFor, offerOf, paidProof, proofHeader, sign, siwxHeaderByClient, siwxHeaders } from "./lib/proofs";
-import { cpuMs, haveTaskset, haveWrk, pinned, runWrk, type WrkResult } from "./lib/wrk";
+import { cpuMs, haveTaskset, haveWrk, runWrk, type WrkResult } from "./lib/wrk";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -59,8 +59,6 @@ const DOWNLOAD_CONNECTIONS = 4;
 const BIG_MIB = 100;
 /** Distinct forged proofs per version: more than the gateway's signature memo holds (10,000), so none is a cache hit. */
 const FORGED = 12_000;
-const SERVER_CPU = 0;
-const LOAD_CPU = 1;
 /** The whole run is bounded: past this, everything is stopped and the bench fails. */
 const DEADLINE_MS = 6 * 60_000;
 
@@ -88,66 +86,7 @@ if (!haveTaskset())
     "taskset not found (util-linux): servers and load generator are not pinned; figures are less comparable.",
   );
 
-function pin(pid: number, cpu: number) {
-  if (haveTaskset())
-    Bun.spawnSync(["taskset", "-cp", String(cpu), String(pid)], { stdout: "ignore", stderr: "ignore" });
-}
-
-// --- processes -------------------------------------------------------------
-
-interface Child {
-  proc: Subprocess<"pipe", "ignore", "pipe">;
-  ready: Record<string, any>;
-}
-
-const children = new Set<Subprocess>();
-
-/** Starts a bench server (bench/lib/*.ts) pinned to SERVER_CPU and waits for its READY line. */
-async function startChild(script: string, env: Record<string, string>, timeoutMs = 120_000): Promise<Child> {
-  const proc = Bun.spawn([...pinned(SERVER_CPU), process.execPath, join(import.meta.dir, "lib", script)], {
-    env: { ...process.env, ...env },
-    stdin: "pipe", // held open: the child exits when it closes
-    stdout: "ignore", // the request log is written, as in production, to /dev/null
-    stderr: "pipe",
-  });
-  children.add(proc);
-  const reader = proc.stderr.getReader();
-  const decoder = new TextDecoder();
-  let text = "";
-  const timer = setTimeout(() => proc.kill("SIGKILL"), timeoutMs);
-  try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`${script} exited before it was ready:\n${text}`);
-      text += decoder.decode(value, { stream: true });
-      const line = /^READY (.*)$/m.exec(text);
-      if (line) {
-        // Keep draining stderr so the child never blocks on a full pipe.
-        (async () => {
-          for (;;) {
-            const { value: more, done: end } = await reader.read().catch(() => ({ value: undefined, done: true }));
-            if (end) return;
-            const s = decoder.decode(more);
-            if (s.trim()) process.stderr.write(`[${script}] ${s}`);
-          }
-        })();
-        return { proc, ready: JSON.parse(line[1]) };
-      }
-    }
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-async function stopChild(proc: Subprocess) {
-  proc.kill("SIGTERM");
-  const gone = await Promise.race([proc.exited.then(() => true), Bun.sleep(3000).then(() => false)]);
-  if (!gone) {
-    proc.kill("SIGKILL");
-    await proc.exited;
-  }
-  children.delete(proc);
-}
+// --- processes: bench/lib/children.ts --------------------------------------
 
 /** VmRSS and VmHWM (peak) of a process in KiB; NaN off Linux. */
 function memoryKiB(pid: number): { rss: number; hwm: number } {
@@ -173,14 +112,6 @@ function resetPeak(pid: number): boolean {
 
 // --- figures ---------------------------------------------------------------
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-const percentile = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))];
-};
 const f0 = (n: number) => Math.round(n).toLocaleString("en-US");
 const f1 = (n: number) => n.toFixed(1);
 const f2 = (n: number) => n.toFixed(2);

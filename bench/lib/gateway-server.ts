@@ -12,7 +12,10 @@
  * request to get the gateway's own share.
  *
  * Input: env BENCH_DIR (content/ inside it), BENCH_RPC_URL, BENCH_TOKEN,
- * BENCH_RELAYER_KEY, BENCH_SELLER, LOG_LEVEL. Output: one line on stderr,
+ * BENCH_RELAYER_KEY, BENCH_SELLER, LOG_LEVEL; BENCH_DB, when set, is the
+ * database (a postgres:// URL: bench/replicas.ts runs the same server on
+ * PostgreSQL, the content index then in its own SQLite file in BENCH_DIR);
+ * default the SQLite file BENCH_DIR/cidgate.db. Output: one line on stderr,
  * `READY {"url","control","cids"}`. A control server on another port answers
  * GET /stats (facilitator counters and timings) and POST /grant (entitlements
  * by hand, through the entitlements store, for many wallets at once). Ends on SIGTERM or when
@@ -20,13 +23,12 @@
  */
 import { join } from "node:path";
 import { getAddress } from "viem";
-import { openDb } from "../../src/db/client";
+import { isPg } from "../../src/db/database";
 import { createLocalFacilitator } from "../../src/facilitator/local";
 import type { Facilitator } from "../../src/facilitator/types";
 import { createLogger } from "../../src/http/logging";
 import { startServer } from "../../src/server";
 import { loadSettings } from "../../src/settings";
-import { createStores } from "../../src/stores";
 
 const need = (name: string) => {
   const v = process.env[name];
@@ -61,7 +63,8 @@ function timedFacilitator(inner: Facilitator) {
 }
 
 const settings = loadSettings({
-  CIDGATE_DB: join(dir, "cidgate.db"),
+  CIDGATE_DB: process.env.BENCH_DB || join(dir, "cidgate.db"),
+  CIDGATE_DATA_DIR: dir,
   HOST: "127.0.0.1",
   PORT: "0",
   CIDGATE_CONTENT_DIR: join(dir, "content"),
@@ -76,38 +79,37 @@ const settings = loadSettings({
 const log = createLogger(settings.logLevel);
 const real = createLocalFacilitator({ rpcUrl, relayerPrivateKey: relayerKey, settings });
 const { facilitator, stats } = timedFacilitator(real);
-const db = openDb(settings.db);
-const stores = createStores(db, settings);
+// Served as `npm start` serves it: the one server factory (Bun's router, the request log, the limits),
+// over CIDGATE_DB as it opens it (db/database.ts: SQLite, or PostgreSQL with a local content index).
+// Priced below, before READY, through the server's own stores (its catalog sees their writes at once).
+const running = await startServer({
+  settings,
+  log,
+  facilitator,
+  jwtSecret: "bench-secret-bench-secret-bench-secret-01",
+  pricing: false,
+});
+const { db, contentDb, stores } = running;
 
 // Files unchanged since a previous run over this folder are not hashed again (size and mtime match).
 const indexed = await stores.content.index();
 if (indexed.errors.length) throw new Error(`indexing failed: ${JSON.stringify(indexed.errors)}`);
 // A restart over the same database keeps its prices (and its ledger).
-const priced = db.sqlite.query<{ n: number }, []>("SELECT count(*) AS n FROM cid_mappings").get()?.n ?? 0;
-const instruction =
-  priced === 0
-    ? stores.instructions.create({
-        name: "Access fee",
-        description: "Access fee",
-        requirements: [{ network: "base-sepolia", asset: token, pay_to: seller, amount: "10000" }],
-      })
-    : undefined;
+const priced = (await stores.instructions.list({ limit: 1 })).items.length > 0;
+const instruction = priced
+  ? undefined
+  : await stores.instructions.create({
+      name: "Access fee",
+      description: "Access fee",
+      requirements: [{ network: "base-sepolia", asset: token, pay_to: seller, amount: "10000" }],
+    });
 const cids: Record<string, string> = {};
-for (const row of db.sqlite.query<{ cid: string; path: string }, []>("SELECT cid, path FROM content_files").all()) {
+for (const row of contentDb.sqlite
+  .query<{ cid: string; path: string }, []>("SELECT cid, path FROM content_files")
+  .all()) {
   cids[row.path] = row.cid;
-  if (instruction) stores.instructions.attachCid(instruction.id, row.cid);
+  if (instruction) await stores.instructions.attachCid(instruction.id, row.cid);
 }
-
-// Served as `npm start` serves it: the one server factory (Bun's router, the request log, the limits).
-const running = await startServer({
-  settings,
-  db,
-  log,
-  facilitator,
-  stores,
-  jwtSecret: "bench-secret-bench-secret-bench-secret-01",
-  pricing: false,
-});
 const url = running.url;
 
 /**
@@ -116,13 +118,20 @@ const url = running.url;
  */
 async function grant(req: Request): Promise<Response> {
   const { cid, payers } = (await req.json()) as { cid: string; payers: string[] };
-  const instruction = stores.instructions.forCid(cid);
+  const instruction = await stores.instructions.forCid(cid);
   if (!instruction) return new Response("unknown cid", { status: 404 });
   const now = Math.floor(Date.now() / 1000);
-  db.sqlite.transaction(() => {
-    for (const payer of payers)
-      stores.entitlements.grant({ payer, cid, instructionId: instruction.id, note: "bench" }, now);
-  })();
+  const entitle = (payer: string) =>
+    stores.entitlements.grant({ payer, cid, instructionId: instruction.id, note: "bench" }, now);
+  // SQLite's transaction callback must not await (db/awaitable.ts); PostgreSQL's awaits each grant.
+  if (isPg(db))
+    await stores.transaction(async () => {
+      for (const payer of payers) await entitle(payer);
+    });
+  else
+    stores.transaction(() => {
+      for (const payer of payers) entitle(payer);
+    });
   return Response.json({ granted: payers.length });
 }
 
@@ -144,7 +153,6 @@ async function stop() {
   control.stop(true);
   await running.stop(true);
   real.close();
-  db.sqlite.close();
   process.exit(0);
 }
 process.on("SIGTERM", () => void stop());
