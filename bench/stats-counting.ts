@@ -74,7 +74,7 @@ try {
   const stats = createStats(db);
   const plain = createGatewayHandler({ purchase, secureCookies: true });
   const counted = createGatewayHandler({
-    purchase: observePurchase(purchase, { counters: stats.counters, metrics: stats.metrics, lookup: catalog.lookup }),
+    purchase: observePurchase(purchase, { counters: stats.counters, metrics: stats.metrics, peek: catalog.peek }),
     secureCookies: true,
   });
   const request = new Request(`http://localhost/x402/cid/${cid}`);

@@ -126,7 +126,7 @@ export function composeApp(deps: AppDeps) {
       paymentIdentifiers: stores.paymentIdentifiers,
       verifyLimiter: createVerifyLimiter({ perMinute: settings.verifyFailuresPerMinute }),
     }),
-    { counters: stats.counters, metrics: stats.metrics, lookup: catalog.lookup },
+    { counters: stats.counters, metrics: stats.metrics, peek: catalog.peek },
   );
   const paywall = createPaywall({
     publicUrl,

@@ -14,7 +14,7 @@ import { createFacilitator } from "./facilitator/create";
 import type { Facilitator } from "./facilitator/types";
 import { gatewayRoutes } from "./gateway/routes";
 import { clientAddressOf } from "./http/client-address";
-import { errorResponse } from "./http/errors";
+import { describeError, errorResponse } from "./http/errors";
 import { publicUrlCheck } from "./http/forwarded";
 import { resolveJwtSecret } from "./http/jwt-secret";
 import { createLogger, type Logger, withRequestLog } from "./http/logging";
@@ -203,7 +203,11 @@ export async function startServer(options: ServerOptions) {
         ]);
         if (!drained) await server.stop(true);
         // After the last request: the offers and proofs counted since the last flush are written.
-        await stats.stop();
+        // A database gone by now (PostgreSQL down) loses the counts since the last flush, nothing else:
+        // the outbox and the connections are still closed.
+        await Promise.resolve(stats.stop()).catch((e) =>
+          log.error({ err: describeError(e) }, "stats: the last flush failed"),
+        );
         await dispatcher.stop();
         await opened?.close();
       })();

@@ -236,11 +236,14 @@ export function createSiwx(options: SiwxOptions): Siwx {
     const bucket = Math.floor(now / SIWX_BUCKET_SECONDS);
     if (bucket === prunedBucket) return;
     prunedBucket = bucket;
+    // A busy database (or, on PostgreSQL, a promise that fails later): the next bucket tries again;
+    // nothing depends on it, and a failure must not become an unhandled rejection.
     try {
-      options.nonces.prune(now - SIWX_MAX_AGE_SECONDS - SIWX_BUCKET_SECONDS - 2 * SIWX_CLOCK_SKEW_SECONDS);
-    } catch {
-      // A busy database: the next bucket tries again; nothing depends on it.
-    }
+      const pruned = options.nonces.prune(
+        now - SIWX_MAX_AGE_SECONDS - SIWX_BUCKET_SECONDS - 2 * SIWX_CLOCK_SKEW_SECONDS,
+      );
+      if (pruned instanceof Promise) pruned.catch(() => undefined);
+    } catch {}
   }
 
   /**

@@ -47,6 +47,8 @@ export function createCatalog(sources: CatalogSources, settings: Pick<Settings, 
   /** Moves at every clear: a miss's answer is kept only if no clear came while its query ran. */
   let epoch = 0;
   const entries = new Map<string, PricedContent | null>();
+  /** Misses being answered by the database (PostgreSQL), by spelling. */
+  const asking = new Map<string, Promise<PricedContent | undefined>>();
 
   /** False when a cached answer may be out of date. */
   function stillCurrent(): boolean {
@@ -89,11 +91,16 @@ export function createCatalog(sources: CatalogSources, settings: Pick<Settings, 
   function lookup(spelling: string): PricedContent | undefined | Promise<PricedContent | undefined> {
     if (!stillCurrent() || entries.size >= MAX_ENTRIES) {
       entries.clear();
+      asking.clear();
       generation = changes.generation;
       epoch++;
     }
     const entry = entries.get(spelling);
     if (entry !== undefined) return entry ?? undefined;
+    // A query already on its way for this spelling is shared: after a change, every request for a
+    // popular CID would otherwise send its own, queueing on the connection pool.
+    const pending = asking.get(spelling);
+    if (pending) return pending;
     const cid = canonicalCid(spelling);
     const built = cid ? build(cid) : null;
     if (!(built instanceof Promise)) {
@@ -101,14 +108,28 @@ export function createCatalog(sources: CatalogSources, settings: Pick<Settings, 
       return built ?? undefined;
     }
     const builtAt = epoch;
-    return built.then((e) => {
-      // Kept only if nothing moved while the query ran: an answer from before a change must not stick.
-      if (builtAt === epoch && entries.size < MAX_ENTRIES) entries.set(spelling, e);
-      return e ?? undefined;
-    });
+    const answer = built.then(
+      (e) => {
+        // Kept only if nothing moved while the query ran: an answer from before a change must not stick.
+        if (builtAt === epoch) {
+          asking.delete(spelling);
+          if (entries.size < MAX_ENTRIES) entries.set(spelling, e);
+        }
+        return e ?? undefined;
+      },
+      (error) => {
+        if (builtAt === epoch) asking.delete(spelling); // the next request asks again
+        throw error;
+      },
+    );
+    asking.set(spelling, answer);
+    return answer;
   }
 
-  return { lookup };
+  /** The cached answer for a spelling, never a query: what the proof counters ask after a decision. */
+  const peek = (spelling: string): PricedContent | undefined => entries.get(spelling) ?? undefined;
+
+  return { lookup, peek };
 }
 
 export type Catalog = ReturnType<typeof createCatalog>;

@@ -99,7 +99,25 @@ function toErrorResponse(code: unknown, error: unknown): Response {
   if (typeof status === "number" && status >= 400 && status < 500) {
     return errorResponse(status, "invalid_request", (error as Error).message || "invalid request");
   }
-  // Name and message only: no stack trace reaches the log or the client.
-  console.error(`unhandled error: ${(error as Error)?.name ?? "Error"}: ${(error as Error)?.message ?? String(error)}`);
+  console.error(`unhandled error: ${describeError(error)}`);
   return errorResponse(500, "internal_error", "internal error");
+}
+
+/**
+ * An unexpected error as one log line: its name and first message line, never a stack trace. A
+ * failed database query (drizzle's "Failed query: <SQL> params: <values>") is named by its cause,
+ * the driver's error, instead: its parameters may be a webhook's secret or a payer's proof.
+ */
+export function describeError(error: unknown): string {
+  const e = error as {
+    name?: string;
+    message?: string;
+    cause?: { name?: string; code?: string; errno?: string; message?: string };
+  };
+  const firstLine = (text: string | undefined) => (text ?? "").split("\n")[0].slice(0, 300);
+  if (e?.message?.startsWith("Failed query:")) {
+    const c = e.cause;
+    return `${e.name ?? "Error"}: database query failed${c ? ` (${c.name ?? "Error"}${c.code || c.errno ? ` ${c.code ?? c.errno}` : ""}: ${firstLine(c.message)})` : ""}`;
+  }
+  return `${e?.name ?? "Error"}: ${firstLine(e?.message ?? String(error))}`;
 }

@@ -3,6 +3,7 @@
  * the filesystem ("ENOENT: no such file or directory, open '/srv/...'")
  * is logged with its paths cut out, and whole, path and all, at debug.
  */
+import { describeError } from "./errors";
 import type { Logger } from "./logging";
 
 /** Absolute POSIX and Windows paths, quoted or bare. */
@@ -13,7 +14,13 @@ export function withoutPaths(message: string): string {
   return message.replace(ABSOLUTE, "<path>");
 }
 
-const messageOf = (error: unknown) => (error instanceof Error ? error.message : String(error));
+/** A failed query's parameters (a webhook's secret, a proof) never reach the log: see describeError. */
+const messageOf = (error: unknown) =>
+  error instanceof Error
+    ? error.message.startsWith("Failed query:")
+      ? describeError(error)
+      : error.message
+    : String(error);
 
 /**
  * Logs `msg` at `level` with the error's message, paths cut out; the whole

@@ -13,13 +13,13 @@
  * row's key-share lock and the delete fails on the foreign key: a 500
  * instead of the 409).
  */
-import { and, asc, count, desc, eq, inArray, like } from "drizzle-orm";
+import { and, asc, count, desc, eq, inArray, like, sql } from "drizzle-orm";
 import { parseCid } from "../content/cid";
 import type { Async } from "../db/awaitable";
 import type { CatalogChanges } from "../db/changes";
 import type { Pg } from "../db/pg";
 import { cidMappings, paymentInstructions } from "../db/schema-pg";
-import { syncFileInstructionsPg } from "./file-sync-pg";
+import { FILE_SYNC_LOCK_KEY, syncFileInstructionsPg } from "./file-sync-pg";
 import { changed, type FileInstruction, type FileSyncResult } from "./file-sync-plan";
 import {
   applyPatch,
@@ -149,6 +149,9 @@ export function createPgInstructionStore(pg: Pg, changes: CatalogChanges): PgIns
     const cid = normalizeCid(cidText);
     const { mapping, wrote } = await pg.transaction(async () => {
       const q = pg.q();
+      // The pricing reconcile's lock: a reconcile reads who holds each CID, then inserts its mappings;
+      // an attach between the two made its insert fail on the key instead of the usual refusal.
+      await q.execute(sql`SELECT pg_advisory_xact_lock(${FILE_SYNC_LOCK_KEY.toString()}::bigint)`);
       const row = await requireRow(id, true);
       assertApiManaged(row);
       const holder = async () => {

@@ -114,9 +114,17 @@ export function createReconciler(deps: ReconcileDeps & ReconcilerOptions) {
     const result: ReconcileRound = { checked: 0, settled: 0, released: 0, open: 0, errors: 0 };
     if (!deps.lookup) return result;
     if (deps.lease && !(await holdLease())) return { skipped: true, ...result };
-    const page = await deps.payments.unresolved(deps.pendingBefore(), PAGE, cursor);
-    cursor = page.length === PAGE ? page[page.length - 1].id : 0;
-    const rows = [...page, ...(await deps.payments.releasedAfterSettle(Math.floor(Date.now() / 1000)))];
+    let rows: Payment[];
+    try {
+      const page = await deps.payments.unresolved(deps.pendingBefore(), PAGE, cursor);
+      cursor = page.length === PAGE ? page[page.length - 1].id : 0;
+      rows = [...page, ...(await deps.payments.releasedAfterSettle(Math.floor(Date.now() / 1000)))];
+    } catch (error) {
+      // A database that does not answer (PostgreSQL restarting, say) skips the round: the next one asks again.
+      // Thrown on, it would reach the timer's `void runOnce()` and stop the process.
+      deps.log?.warn({ reason: safeReason(error) }, "reconciliation: the pending payments could not be read");
+      return { ...result, errors: 1 };
+    }
     for (const row of rows) {
       if (stopping) break; // a stopping server waits for one row at most
       result.checked++;

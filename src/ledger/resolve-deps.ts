@@ -4,6 +4,7 @@
  * reconciliation and operator route (app.ts) and `cidgate payments resolve`
  * (cli/payments.ts) resolve with the same writes.
  */
+import { ApiError } from "../http/errors";
 import { ledgerEvents } from "../notifications/hooks";
 import type { Settings } from "../settings";
 import type { Stores } from "../stores";
@@ -32,8 +33,11 @@ export function resolveDeps(
     instructionAccess: async (id) => {
       try {
         return accessOf(await stores.instructions.get(id));
-      } catch {
-        return undefined; // the instruction was deleted: the payment stands, nothing more is granted
+      } catch (error) {
+        // Deleted: the payment stands, nothing more is granted. Anything else (a database that did not
+        // answer) is thrown on: the row stays pending for the next round, never settled without its grant.
+        if (error instanceof ApiError && error.status === 404) return undefined;
+        throw error;
       }
     },
     // Every pending row, a live settlement's too: what the chain shows (paid, spent, expired) is final whoever

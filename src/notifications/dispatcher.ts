@@ -133,14 +133,23 @@ export function createDispatcher(opts: DispatcherOptions) {
     return running;
   }
 
-  /** Sleeps until the next due delivery, or the poll interval, whichever is sooner. */
+  /**
+   * Sleeps until the next due delivery, or the poll interval, whichever is sooner. A database that
+   * does not answer still gets the poll interval: without a timer the dispatcher would sleep until
+   * this process queued an event, and other replicas' events and later retries would wait for good.
+   */
   async function arm() {
     if (stopped) return;
-    const next = await store.nextDue();
-    if (stopped) return;
-    clearTimeout(timer);
-    const wait = next ? Math.max(0, Math.min(pollMs, Date.parse(next) - Date.now())) : pollMs;
-    timer = setTimeout(run, wait);
+    let next: string | undefined;
+    try {
+      next = await store.nextDue();
+    } finally {
+      if (!stopped) {
+        clearTimeout(timer);
+        const wait = next ? Math.max(0, Math.min(pollMs, Date.parse(next) - Date.now())) : pollMs;
+        timer = setTimeout(run, wait);
+      }
+    }
   }
 
   return {

@@ -44,17 +44,16 @@ export function observePurchase(
   deps: {
     counters: FunnelCounters;
     metrics: Metrics;
-    /** The priced item of a CID, for a proof whose decision names none (pending, unavailable, conflict). */
-    lookup: (cid: string) => Priced | undefined | Promise<Priced | undefined>;
+    /** The catalog's cached item of a CID (never a query), for a proof whose decision names none (pending, unavailable, conflict). */
+    peek: (cid: string) => Priced | undefined;
   },
 ): Purchase {
   const { counters, metrics } = deps;
 
   function proofSeen(request: PurchaseRequest, d: Decision): Decision {
-    // The decision looked the CID up a moment ago, so the catalog answers from its cache (synchronously);
-    // an answer still on its way (PostgreSQL, just after a change) is not waited for: one proof uncounted.
-    const found = "item" in d ? d.item : d.kind === "notFound" ? undefined : deps.lookup(request.cid);
-    const item = found instanceof Promise ? undefined : found;
+    // The decision looked the CID up a moment ago: its answer is in the catalog's cache (one just
+    // dropped by a change is not asked again: one proof uncounted).
+    const item = "item" in d ? d.item : d.kind === "notFound" ? undefined : deps.peek(request.cid);
     if (item) counters.proof(item);
     metrics.proof(outcomeOf(d));
     return d;
