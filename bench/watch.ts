@@ -41,7 +41,7 @@ dirs.write("a.yaml", file("$0.01"));
 const stores = createStores(db, dirs.settings);
 await stores.content.index();
 const pricing = createPricing({ ...stores, settings: dirs.settings, env: {} });
-pricing.reload("start");
+await pricing.reload("start");
 const watchers = startWatchers({ content: stores.content, settings: dirs.settings, pricing });
 const amountOf = (cid: string) => stores.instructions.forCid(cid)?.requirements[0].amount;
 

@@ -32,7 +32,7 @@ function stop() {
 }
 process.on("SIGTERM", stop);
 process.on("SIGINT", stop);
-(async () => {
+void (async () => {
   for await (const _ of Bun.stdin.stream()) {
     // nothing is ever sent; we only wait for the end
   }

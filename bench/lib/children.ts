@@ -50,7 +50,7 @@ export async function startChild(script: string, env: Record<string, string>, ti
       const line = /^READY (.*)$/m.exec(text);
       if (line) {
         // Keep draining stderr so the child never blocks on a full pipe.
-        (async () => {
+        void (async () => {
           for (;;) {
             const { value: more, done: end } = await reader.read().catch(() => ({ value: undefined, done: true }));
             if (end) return;

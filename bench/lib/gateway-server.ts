@@ -158,7 +158,7 @@ async function stop() {
 process.on("SIGTERM", () => void stop());
 process.on("SIGINT", () => void stop());
 // The parent holds our stdin open; EOF means it is gone, so go too.
-(async () => {
+void (async () => {
   for await (const _ of Bun.stdin.stream()) {
     // nothing is ever sent; we only wait for the end
   }

@@ -67,7 +67,10 @@ const abuse: ChaosCase = async () => {
       if (status !== 200) buyerWrong++;
     }
     await flood;
-    pruneRefusedRows({ payments: stack.stores.payments, now: () => Date.now() + REFUSED_ROW_RETENTION_MS + 1000 });
+    await pruneRefusedRows({
+      payments: stack.stores.payments,
+      now: () => Date.now() + REFUSED_ROW_RETENTION_MS + 1000,
+    });
     const left = stack.db.sqlite
       .query<{ n: number }, [string]>("SELECT count(*) AS n FROM payments WHERE lower(payer) != lower(?)")
       .get(stack.devnet.buyers[0].address)!.n;

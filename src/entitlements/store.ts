@@ -180,7 +180,8 @@ export function createEntitlementStore(db: Db, events?: EntitlementEvents) {
         iso(input.nowSeconds),
         expiresAt,
       );
-      if (row) events?.granted(row); // in the settle transaction, like the row
+      // In the settle transaction, like the row: synchronous here (the SQLite notifications store).
+      if (row) void events?.granted(row);
       return row ?? statements.byPayment.get(input.paymentId) ?? undefined;
     },
 
@@ -191,7 +192,7 @@ export function createEntitlementStore(db: Db, events?: EntitlementEvents) {
       // The row and its webhook event together (bun:sqlite nests a transaction as a savepoint).
       return db.sqlite.transaction(() => {
         const row = statements.insert.get(grantRow(input, payer, nowSeconds))!;
-        events?.granted(row);
+        void events?.granted(row); // synchronous on SQLite, as above
         return row;
       })();
     },
@@ -200,7 +201,7 @@ export function createEntitlementStore(db: Db, events?: EntitlementEvents) {
     revoke(id: number, nowSeconds: number): Entitlement | undefined {
       return db.sqlite.transaction(() => {
         const revoked = statements.revoke.get({ id, revokedAt: iso(nowSeconds) });
-        if (revoked) events?.revoked(revoked); // the first revoke only
+        if (revoked) void events?.revoked(revoked); // the first revoke only; synchronous on SQLite
         return revoked ?? get(id);
       })();
     },

@@ -39,7 +39,7 @@ export function startPruning(opts: PruneOptions): { stop(): void } {
       opts.log?.error({ err: (e as Error).name }, "pruning refused payment rows failed"); // busy: next minute
     }
   };
-  run();
+  void run();
   const timer = setInterval(run, opts.everyMs ?? EVERY_MS);
   timer.unref?.();
   return { stop: () => clearInterval(timer) };

@@ -43,7 +43,7 @@ describe("GET /v3/x402/config", () => {
     expect((await get()).data).toMatchObject({ config_dir: dirs.configDir, last_reload: null, serving: null });
 
     dirs.write("a.yaml", pricingFile(instruction("one", { cids: [CID_A] })));
-    pricing.reload("start");
+    await pricing.reload("start");
     const first = (await get()).data;
     expect(first.last_reload).toMatchObject({
       trigger: "start",

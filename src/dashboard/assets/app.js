@@ -158,7 +158,7 @@
     $("login").hidden = true;
     $("app").hidden = false;
     $("logout").hidden = false;
-    load();
+    void load();
   }
 
   // ---- controls ----
@@ -166,13 +166,13 @@
     b.addEventListener("click", () => {
       state.bucket = b.dataset.bucket;
       for (const o of document.querySelectorAll("[data-bucket]")) o.setAttribute("aria-pressed", String(o === b));
-      loadStats();
+      void loadStats();
     });
   for (const b of document.querySelectorAll("[data-by]"))
     b.addEventListener("click", () => {
       state.by = b.dataset.by;
       for (const o of document.querySelectorAll("[data-by]")) o.setAttribute("aria-pressed", String(o === b));
-      loadStats();
+      void loadStats();
     });
   // Arrow keys move within a group of toggles too (Tab reaches each one as well).
   for (const group of document.querySelectorAll("fieldset.seg"))
@@ -195,7 +195,7 @@
   async function load() {
     status("Loading…");
     await Promise.all([loadStats(), loadOverview(), loadEntitlements(), loadDeliveries()]);
-    loadHealth();
+    void loadHealth();
     status(`Updated ${new Date().toLocaleTimeString()}`);
   }
 
