@@ -117,7 +117,7 @@ export function describeError(error: unknown): string {
   const firstLine = (text: string | undefined) => (text ?? "").split("\n")[0].slice(0, 300);
   if (e?.message?.startsWith("Failed query:")) {
     const c = e.cause;
-    return `${e.name ?? "Error"}: database query failed${c ? ` (${c.name ?? "Error"}${c.code || c.errno ? ` ${c.code ?? c.errno}` : ""}: ${firstLine(c.message)})` : ""}`;
+    return `${e.name ?? "Error"}: database query failed${c ? ` (${c.name ?? "Error"}${c.errno || c.code ? ` ${c.errno ?? c.code}` : ""}: ${firstLine(c.message)})` : ""}`;
   }
   return `${e?.name ?? "Error"}: ${firstLine(e?.message ?? String(error))}`;
 }
