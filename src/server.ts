@@ -9,7 +9,7 @@
  */
 import { composeApp } from "./app";
 import type { Db } from "./db/client";
-import { type Database, openDatabase } from "./db/database";
+import { type Database, isPg, openDatabase } from "./db/database";
 import { createFacilitator } from "./facilitator/create";
 import type { Facilitator } from "./facilitator/types";
 import { gatewayRoutes } from "./gateway/routes";
@@ -31,8 +31,10 @@ import { createStores, type Stores } from "./stores";
 
 export interface ServerOptions {
   settings: Settings;
-  /** Default: CIDGATE_DB opened and migrated. */
-  db?: Db;
+  /** Default: CIDGATE_DB opened and migrated. A PostgreSQL one comes with its `stores` and `contentDb`. */
+  db?: Database;
+  /** The content index's database: default `db` (SQLite); beside a PostgreSQL `db`, the replica's local file. */
+  contentDb?: Db;
   /** Default: LOG_LEVEL on stdout. */
   log?: Logger;
   /** Default: JWT_SECRET, or the one generated once into the data folder (0600). */
@@ -95,11 +97,14 @@ export async function startServer(options: ServerOptions) {
   // The database given (tests, benches) stays the caller's to close; one opened here closes at stop.
   const opened = options.db ? undefined : await openDatabase(settings, { warn });
   const db: Database = options.db ?? opened!.db;
-  const contentDb: Db = options.db ?? opened!.contentDb;
+  const given = options.db;
+  if (given && isPg(given) && !(options.stores && options.contentDb))
+    throw new Error("startServer: a PostgreSQL db comes with its stores and contentDb (createPgStores)");
+  const contentDb: Db = options.contentDb ?? (given ? (given as Db) : opened!.contentDb);
   const jwtSecret = options.jwtSecret ?? resolveJwtSecret(settings, warn);
   const facilitator = options.facilitator ?? createFacilitator(settings, log);
   // One set of stores (and one catalog change signal) shared by pricing, the gateway and the API.
-  const stores = options.stores ?? opened?.stores ?? createStores(options.db!, settings);
+  const stores = options.stores ?? opened?.stores ?? createStores(given as Db, settings);
   const prepared = options.pricing === false ? undefined : await preparePricing({ ...stores, settings, log });
   // A rejected reload (this start's included) queues `config.reload_failed`.
   const pricing = prepared && reportReloadFailures(prepared, stores.notifications, settings.configDir);

@@ -72,7 +72,7 @@ describe("an old proof is not a pass", () => {
     await m.ownInstruction(file, "once");
     const buyer = m.buyer();
     const { proof, validBefore, receipt } = await buyWithShortProof(buyer, file);
-    expect(m.entitlementsOf(buyer.address)).toEqual([]);
+    expect(await m.entitlementsOf(buyer.address)).toEqual([]);
 
     // A buyer whose response was lost presents the same proof again within its window: served, not charged.
     const calls = m.facilitatorCalls();
@@ -87,7 +87,7 @@ describe("an old proof is not a pass", () => {
     expect(late.res.headers.get("x-payment-response")).toBeNull();
     expect(calls()).toEqual({ verify: 0, settle: 0 });
     expect(await m.transfers(buyer.address)).toEqual([receipt.transaction as `0x${string}`]);
-    expect(m.ledger(buyer.address)).toHaveLength(1);
+    expect(await m.ledger(buyer.address)).toHaveLength(1);
   }, 30_000);
 
   test("with an entitlement: the old proof is refused after its window, a fresh authorization and the token (Range) still serve", async () => {
@@ -156,7 +156,7 @@ test("access token: header and path-scoped cookie on the paid answer; Bearer wit
   expect(await m.transfers(buyer.address)).toHaveLength(1);
 
   // Signed, not stored, but checked against the entitlement on every use: a revoke takes effect at once.
-  const [granted] = m.entitlementsOf(buyer.address);
+  const [granted] = await m.entitlementsOf(buyer.address);
   expect((await m.api("DELETE", `/v3/x402/entitlements/${granted.id}`)).status).toBe(200);
   expect((await m.get(fileA, { Authorization: `Bearer ${token}`, Range: "bytes=0-9" })).res.status).toBe(402);
   expect((await m.get(fileA, { Cookie: `cidgate_access=${token}` })).res.status).toBe(402);
@@ -215,7 +215,7 @@ describe("sign-in-with-x with the real client (wrapFetchWithSIWx)", () => {
     expect(await m.balanceOf(stranger.address)).toBe(stranger0);
     expect(await m.transfers(owner.address)).toEqual([receipt.transaction as `0x${string}`]);
     expect(await m.transfers(stranger.address)).toEqual([]);
-    expect(m.ledger(stranger.address)).toEqual([]);
+    expect(await m.ledger(stranger.address)).toEqual([]);
   });
 });
 
@@ -270,7 +270,7 @@ test("a cookie that no longer opens the file does not hide a valid sign-in: the 
   const paid = await (await m.x402Fetch(a))(m.url(file));
   expect(paid.status).toBe(200);
   const cookie = `cidgate_access=${paid.headers.get("x-access-token")}`;
-  const [granted] = m.entitlementsOf(a.address);
+  const [granted] = await m.entitlementsOf(a.address);
   expect((await m.api("DELETE", `/v3/x402/entitlements/${granted.id}`)).status).toBe(200);
   const gift = { payer: b.address, payment_instruction_id: m.stack.instruction.id, cid: m.stack.cids[file] };
   expect((await m.api("POST", "/v3/x402/entitlements", gift)).status).toBe(201);
@@ -329,10 +329,10 @@ test("payment-identifier: the same id and payload again is the same answer, no n
 
   expect(calls()).toEqual({ verify: 0, settle: 0 });
   expect(await m.transfers(buyer.address)).toEqual(paid);
-  const rows = m.ledger(buyer.address);
+  const rows = await m.ledger(buyer.address);
   expect(rows).toEqual([expect.objectContaining({ state: "settled", tx_hash: paid[0] })]);
   // The id stays bound to the first payload and to the payment it ended in.
-  expect(m.stack.stores.paymentIdentifiers.find(id)).toMatchObject({ paymentId: rows[0].id });
+  expect(await m.stack.stores.paymentIdentifiers.find(id)).toMatchObject({ paymentId: rows[0].id });
 });
 
 test("the v2 402 advertises sign-in-with-x (PUBLIC_URL's host, a 32-hex nonce) and payment-identifier", async () => {

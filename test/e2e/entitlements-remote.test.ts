@@ -38,7 +38,7 @@ test("remote facilitator: x402-fetch buys through it, then downloads again free 
   expect(again()).toEqual({ verify: 0, settle: 0 });
   expect(await m.balanceOf(m.seller)).toBe(seller0 + PRICE);
   expect(await m.transfers(buyer.address)).toEqual([receipt.transaction as `0x${string}`]);
-  expect(m.ledger(buyer.address).map((r) => r.state)).toEqual(["settled"]);
+  expect((await m.ledger(buyer.address)).map((r) => r.state)).toEqual(["settled"]);
 });
 
 test("remote facilitator: the far-future proof is refused (403) without a request to it", async () => {
@@ -49,5 +49,5 @@ test("remote facilitator: the far-future proof is refused (403) without a reques
   expect(res.status).toBe(403);
   expect(JSON.parse(new TextDecoder().decode(bytes))).toMatchObject({ reason: Reason.validBefore });
   expect(calls()).toEqual({ verify: 0, settle: 0 });
-  expect(m.ledger(buyer.address)).toEqual([]);
+  expect(await m.ledger(buyer.address)).toEqual([]);
 });

@@ -17,6 +17,7 @@ import type { Facilitator } from "../../src/facilitator/types";
 import { errors } from "../../src/http/errors";
 import { createToken, type Scope } from "../../src/http/token";
 import { type ProofOptions, signProof } from "../gateway/fixtures";
+import type { Engine } from "../support/engines";
 import { createTestStack, STACK_JWT_SECRET } from "./stack";
 
 /** 0.01 USDC: under x402-fetch's default cap, so its maxValue trap is not what these tests are about. */
@@ -46,7 +47,12 @@ export interface MarketOptions {
    * reached by the gateway through the production HTTP client.
    */
   remote?: boolean;
+  /** The stack's database engine (default sqlite). */
+  engine?: Engine;
 }
+
+/** A bigint column as JS reads it on SQLite: PostgreSQL's driver hands it over as a string. */
+const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 
 export async function createMarket(options: MarketOptions) {
   const calls = { verify: 0, settle: 0 };
@@ -56,6 +62,7 @@ export async function createMarket(options: MarketOptions) {
     files: contents,
     amount: PRICE.toString(),
     buyers: options.buyers,
+    engine: options.engine,
     wrapFacilitator: (real) => {
       // An observer, not a fake: every call reaches the real built-in facilitator unchanged.
       const counted: Facilitator = {
@@ -114,32 +121,32 @@ export async function createMarket(options: MarketOptions) {
     balanceOf: stack.balanceOf,
 
     /** The payer's ledger rows, oldest first. */
-    ledger(payer: string) {
-      return stack.db.sqlite
-        .query<{ id: number; state: string; cid: string; tx_hash: string | null; nonce: string }, [string]>(
-          "SELECT id, state, cid, tx_hash, nonce FROM payments WHERE payer = ? ORDER BY id",
-        )
-        .all(payer);
+    async ledger(payer: string) {
+      const rows = await stack.sql.all<{
+        id: number;
+        state: string;
+        cid: string;
+        tx_hash: string | null;
+        nonce: string;
+      }>("SELECT id, state, cid, tx_hash, nonce FROM payments WHERE payer = ? ORDER BY id", payer);
+      return rows.map((r) => ({ ...r, id: num(r.id)! }));
     },
 
     /** The payer's entitlement rows, oldest first. */
-    entitlementsOf(payer: string) {
-      return stack.db.sqlite
-        .query<
-          {
-            id: number;
-            scope: string;
-            cid: string | null;
-            source: string;
-            payment_id: number | null;
-            expires_at: number | null;
-            revoked_at: string | null;
-          },
-          [string]
-        >(
-          "SELECT id, scope, cid, source, payment_id, expires_at, revoked_at FROM entitlements WHERE payer = ? ORDER BY id",
-        )
-        .all(payer);
+    async entitlementsOf(payer: string) {
+      const rows = await stack.sql.all<{
+        id: number;
+        scope: string;
+        cid: string | null;
+        source: string;
+        payment_id: number | null;
+        expires_at: number | null;
+        revoked_at: string | null;
+      }>(
+        "SELECT id, scope, cid, source, payment_id, expires_at, revoked_at FROM entitlements WHERE payer = ? ORDER BY id",
+        payer,
+      );
+      return rows.map((r) => ({ ...r, id: num(r.id)!, payment_id: num(r.payment_id), expires_at: num(r.expires_at) }));
     },
 
     /** The management API, with a token of these scopes. */
@@ -163,13 +170,13 @@ export async function createMarket(options: MarketOptions) {
      */
     async ownInstruction(name: string, access?: string) {
       const cid = stack.cids[name];
-      stack.stores.instructions.detachCid(stack.instruction.id, cid);
-      const own = stack.stores.instructions.create({
+      await stack.stores.instructions.detachCid(stack.instruction.id, cid);
+      const own = await stack.stores.instructions.create({
         name: `only ${name}`,
         description: "Access fee",
         requirements: stack.instruction.requirements,
       });
-      stack.stores.instructions.attachCid(own.id, cid);
+      await stack.stores.instructions.attachCid(own.id, cid);
       if (access) {
         const patched = await market.api("PATCH", `/v3/x402/payment_instructions/${own.id}`, { access });
         if (patched.status !== 200 || patched.body.data.access !== access)

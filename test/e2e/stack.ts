@@ -4,19 +4,31 @@
  * with the relayer key, and the production server (src/server.ts) on a free
  * loopback port with
  * files indexed and priced. The demo and the gateway benchmark mirror this.
+ *
+ * On either engine (`engine`): SQLite (`:memory:`, the default) or a fresh
+ * database on the tests' real PostgreSQL server (test/support/postgres.ts),
+ * with the replica's content index in a local SQLite file, as production
+ * opens it (db/database.ts). Tests read rows through `stack.sql`, the same
+ * text on both.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { erc20Abi } from "viem";
 import { type Devnet, localPublicClient, startDevnet } from "../../src/chain/devnet";
-import { openDb } from "../../src/db/client";
+import { type Db, openDb } from "../../src/db/client";
+import { isPg } from "../../src/db/database";
+import { openPg, type Pg } from "../../src/db/pg";
 import { createLocalFacilitator } from "../../src/facilitator/local";
 import type { Facilitator } from "../../src/facilitator/types";
 import { createLogger } from "../../src/http/logging";
 import { startServer } from "../../src/server";
 import { loadSettings } from "../../src/settings";
-import { createStores } from "../../src/stores";
+import { createStores, type SqliteStores, type Stores } from "../../src/stores";
+import { createPgStores } from "../../src/stores-pg";
+import { type EngineSql, engineSql } from "../stats/engine-sql";
+import type { Engine } from "../support/engines";
+import { createTestDatabase } from "../support/postgres";
 
 export const STACK_JWT_SECRET = "stack-secret-stack-secret-stack-secret-01";
 
@@ -39,12 +51,81 @@ export interface StackOptions {
   shutdownGraceMs?: number;
 }
 
-export async function createTestStack(options: StackOptions) {
+/** The stack's database, opened on its engine: the stores over it, raw SQL on it, and how to close it. */
+interface StackDatabase {
+  engine: Engine;
+  /** What the server is given as `db`: SQLite's Db or the Pg. */
+  db: Db | Pg;
+  /** The content index (content_files): the database itself on SQLite, a local file beside PostgreSQL. */
+  contentDb: Db;
+  stores: Stores;
+  sql: EngineSql;
+  close(): Promise<void>;
+}
+
+async function openStackDatabase(
+  engine: Engine,
+  dir: string,
+  settings: ReturnType<typeof loadSettings>,
+): Promise<StackDatabase> {
+  if (engine === "sqlite") {
+    const db = openDb(settings.db);
+    return {
+      engine,
+      db,
+      contentDb: db,
+      stores: createStores(db, settings),
+      sql: engineSql({ engine, sqlite: db, close: async () => {} }),
+      close: async () => db.sqlite.close(),
+    };
+  }
+  const pg = await openPg(settings.db);
+  const local = openDb(join(dir, "content.db"));
+  const stores = createPgStores(pg, { local, settings });
+  return {
+    engine,
+    db: pg,
+    contentDb: local,
+    stores,
+    sql: engineSql({ engine, pg, url: settings.db, close: async () => {} }),
+    async close() {
+      stores.stop();
+      await pg.close();
+      local.sqlite.close();
+    },
+  };
+}
+
+/** The stores a stack hands out: SQLite's synchronous ones, or (either engine) the awaitable ones. */
+type StackStores<E extends Engine> = [E] extends ["sqlite"] ? SqliteStores : Stores;
+
+export interface EngineOption<E extends Engine> {
+  /** The database engine (default sqlite); postgres: a fresh database on the tests' PostgreSQL server. */
+  engine?: E;
+}
+
+/** A stack; on SQLite alone (`engine` left out) its stores answer synchronously, as before. */
+export type TestStack<E extends Engine = "sqlite"> = Omit<Awaited<ReturnType<typeof buildTestStack>>, "stores"> & {
+  /** The app's stores: write through these so its catalog sees the change at once. */
+  stores: StackStores<E>;
+};
+
+export function createTestStack(options: StackOptions & EngineOption<"sqlite">): Promise<TestStack<"sqlite">>;
+export function createTestStack(options: StackOptions & EngineOption<Engine>): Promise<TestStack<Engine>>;
+export function createTestStack(options: StackOptions & EngineOption<Engine>): Promise<TestStack<Engine>> {
+  return buildTestStack(options);
+}
+
+async function buildTestStack(options: StackOptions & EngineOption<Engine>) {
+  const engine = options.engine ?? "sqlite";
+  if (engine === "postgres" && options.dbFile) throw new Error("dbFile is SQLite's: a PostgreSQL stack has its URL");
+  const pgUrl = engine === "postgres" ? await createTestDatabase() : undefined;
   const devnet: Devnet = await startDevnet({ buyers: options.buyers ?? 3 });
   const dir = mkdtempSync(join(tmpdir(), "cidgate-stack-"));
+  let opened: StackDatabase | undefined;
   try {
     const settings = loadSettings({
-      CIDGATE_DB: options.dbFile ? join(dir, "cidgate.db") : ":memory:",
+      CIDGATE_DB: pgUrl ?? (options.dbFile ? join(dir, "cidgate.db") : ":memory:"),
       HOST: "127.0.0.1",
       PORT: "0",
       CIDGATE_CONTENT_DIR: join(dir, "content"),
@@ -62,16 +143,16 @@ export async function createTestStack(options: StackOptions) {
       settings,
     });
     const facilitator = options.wrapFacilitator ? options.wrapFacilitator(real) : real;
-    const db = openDb(settings.db);
+    opened = await openStackDatabase(engine, dir, settings);
+    const { db, contentDb, stores, sql } = opened;
 
     mkdirSync(settings.contentDir, { recursive: true });
     mkdirSync(settings.configDir, { recursive: true });
     for (const [name, yaml] of Object.entries(options.config ?? {}))
       writeFileSync(join(settings.configDir, name), yaml);
     for (const [name, bytes] of Object.entries(options.files)) writeFileSync(join(settings.contentDir, name), bytes);
-    const stores = createStores(db, settings);
     await stores.content.index();
-    const instruction = stores.instructions.create({
+    const instruction = await stores.instructions.create({
       name: "Access fee",
       description: "Access fee",
       requirements: [
@@ -85,16 +166,19 @@ export async function createTestStack(options: StackOptions) {
     });
     const cids: Record<string, string> = {};
     for (const name of Object.keys(options.files)) {
-      const row = db.sqlite.query<{ cid: string }, [string]>("SELECT cid FROM content_files WHERE path = ?").get(name);
+      const row = contentDb.sqlite
+        .query<{ cid: string }, [string]>("SELECT cid FROM content_files WHERE path = ?")
+        .get(name);
       if (!row) throw new Error(`${name} was not indexed`);
       cids[name] = row.cid;
-      stores.instructions.attachCid(instruction.id, row.cid);
+      await stores.instructions.attachCid(instruction.id, row.cid);
     }
 
     // The production server (src/server.ts): Bun's router for the gateway, the request log, the limits.
     const running = await startServer({
       settings,
       db,
+      contentDb,
       stores,
       log: createLogger("silent"),
       jwtSecret: STACK_JWT_SECRET,
@@ -114,8 +198,17 @@ export async function createTestStack(options: StackOptions) {
       app,
       /** The running server (its webhook dispatcher, its stats). */
       server: running,
-      db,
-      /** The app's stores: write through these so its catalog sees the change at once. */
+      engine,
+      /** The SQLite database (tests that run on SQLite only); on PostgreSQL it throws: use `sql`. */
+      get db(): Db {
+        if (isPg(db)) throw new Error("a PostgreSQL stack has no SQLite db: use stack.sql");
+        return db;
+      },
+      /**
+       * Raw SQL on the stack's database, either engine: `?` parameters; rows as the engine gives
+       * them (PostgreSQL bigint columns as strings: compare them through Number()).
+       */
+      sql,
       stores,
       settings,
       devnet,
@@ -129,16 +222,15 @@ export async function createTestStack(options: StackOptions) {
       async stop() {
         await running.stop(true);
         real.close();
-        db.sqlite.close();
+        await opened?.close();
         await devnet.stop();
         rmSync(dir, { recursive: true, force: true });
       },
     };
   } catch (e) {
+    await opened?.close();
     await devnet.stop();
     rmSync(dir, { recursive: true, force: true });
     throw e;
   }
 }
-
-export type TestStack = Awaited<ReturnType<typeof createTestStack>>;
