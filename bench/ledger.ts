@@ -311,7 +311,7 @@ async function main() {
   if (earlier) {
     // The database of an earlier run: the same CIDs and instructions, read back.
     instructionIds.splice(0, INSTRUCTIONS, ...earlier.instructionIds);
-    ids.push(...earlier.ids);
+    for (const id of earlier.ids) ids.push(id); // a million: spread as arguments overflows the stack
     yearAgo = earlier.yearAgo;
     await seeder.close();
     console.log(`reusing ${postgres ? "the PostgreSQL database" : dbPath}: ${ids.length} payments`);
@@ -370,7 +370,7 @@ async function main() {
         s[1] += proofs;
         funnelShop.set(hour, s);
       }
-      ids.push(...(await seeder.payments(rows)));
+      for (const id of await seeder.payments(rows)) ids.push(id);
       process.stdout.write(`\rseeding: ${Math.min(N, first + CHUNK).toLocaleString()} payments`);
     }
     console.log("");
