@@ -117,8 +117,9 @@ export function createReconciler(deps: ReconcileDeps & ReconcilerOptions) {
     let rows: Payment[];
     try {
       const page = await deps.payments.unresolved(deps.pendingBefore(), PAGE, cursor);
-      cursor = page.length === PAGE ? page[page.length - 1].id : 0;
       rows = [...page, ...(await deps.payments.releasedAfterSettle(Math.floor(Date.now() / 1000)))];
+      // Moved only once both reads answered: a failed round must not skip the page it did not look at.
+      cursor = page.length === PAGE ? page[page.length - 1].id : 0;
     } catch (error) {
       // A database that does not answer (PostgreSQL restarting, say) skips the round: the next one asks again.
       // Thrown on, it would reach the timer's `void runOnce()` and stop the process.

@@ -52,6 +52,8 @@ export function createDispatcher(opts: DispatcherOptions) {
   let running: Promise<void> | undefined;
   let again = false;
   let timer: ReturnType<typeof setTimeout> | undefined;
+  /** Moves when an event queued here asks for a run now: `arm` then leaves that run's timer alone. */
+  let wakes = 0;
   let unsubscribe: (() => void) | undefined;
 
   /** One attempt at one claimed delivery; answers the row as recorded. */
@@ -140,11 +142,13 @@ export function createDispatcher(opts: DispatcherOptions) {
    */
   async function arm() {
     if (stopped) return;
+    const woken = wakes;
     let next: string | undefined;
     try {
       next = await store.nextDue();
     } finally {
-      if (!stopped) {
+      // An event queued while nextDue was asked (its answer may predate the commit) keeps its run now.
+      if (!stopped && wakes === woken) {
         clearTimeout(timer);
         const wait = next ? Math.max(0, Math.min(pollMs, Date.parse(next) - Date.now())) : pollMs;
         timer = setTimeout(run, wait);
@@ -158,6 +162,7 @@ export function createDispatcher(opts: DispatcherOptions) {
       stopped = false;
       unsubscribe = store.onQueued(() => {
         // After the caller's synchronous transaction has committed: never inside it.
+        wakes++;
         clearTimeout(timer);
         timer = setTimeout(run, 0);
       });
