@@ -116,8 +116,8 @@ function prepareStatements(db: Db) {
       .from(payments)
       // Through the small partial index payments_pending (the rows being settled now): `state = 'pending'` a
       // literal (a parameter cannot match the index's WHERE), and `+` keeping the planner off the payer and
-      // cid indexes, which it took and then walked every row of the payer: 6-9 ms per purchase for a buyer
-      // with 20,000 rows, on every purchase (scripts/bench figures in docs/BENCHMARKS.md, issue 14 run).
+      // cid indexes, which it took and then walked every row of the payer: 6.4 ms per purchase for a buyer
+      // with 20,000 rows, 16 us now (bench/returning-buyer.ts).
       .where(
         and(
           sql`+${payments.payer} = ${p("payer")}`,
@@ -186,8 +186,9 @@ export function createPaymentStore(db: Db) {
      */
     claim(claim: PaymentClaim, options: { staleBefore?: string } = {}): ClaimResult {
       // bun:sqlite's own transaction (drizzle's wrapper cost more than the statements in it: claim and
-      // markSettled 160 -> 60-90 us), IMMEDIATE: it reads then writes, so it takes the write lock first
-      // and waits out another process's writer (busy_timeout) instead of failing its upgrade.
+      // markSettled 67-92 -> 47-50 us, bench/returning-buyer.ts), IMMEDIATE: it reads then writes, so it
+      // takes the write lock first and waits out another process's writer (busy_timeout) instead of
+      // failing its upgrade.
       return db.sqlite
         .transaction(() => {
           const existing = statements.findByAuthorization.get({

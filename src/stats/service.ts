@@ -6,21 +6,15 @@
  * the server starts its flushing and stops it.
  */
 import type { MaybePromise } from "../db/awaitable";
-import type { Db } from "../db/client";
-import type { Pg } from "../db/pg";
+import { type Database, isPg } from "../db/database";
 import { createFunnelCounters, type FunnelCounters } from "./counters";
 import { createPgFunnelCounters } from "./counters-pg";
 import { createMetrics } from "./metrics";
 import { createPgStatsQueries, createStatsQueries, type StatsQueries } from "./queries";
 import { createReport, type ReportDeps } from "./report";
 
-/** The app's database: SQLite (`openDb`) or PostgreSQL (`openPg`). */
-export type StatsDatabase = Db | Pg;
-
-export const isPg = (database: StatsDatabase): database is Pg => "kind" in database && database.kind === "pg";
-
 export function createStats(
-  database: StatsDatabase,
+  database: Database,
   options: { flushIntervalMs?: number } & Pick<ReportDeps, "instructionName" | "pathsOf"> = {},
 ) {
   const counters: FunnelCounters = isPg(database)
